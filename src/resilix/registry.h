@@ -1,0 +1,85 @@
+/*
+ * resilix/registry.h - the bounded key registry.
+ *
+ * Maps key bytes ("127.0.0.1:8080", "GET api:443/users") to a struct
+ * rx_guard. Every guard and every window slot is allocated once, in
+ * rx_registry_create; lookups never allocate. A hard cap on keys and an idle
+ * TTL bound memory however many keys an attacker or tenant can make up.
+ * A guard is pinned while a caller holds it (acquire .. release) and is
+ * never evicted while pinned, while calls are in flight, or while its
+ * breaker is not closed. When full and nothing can be evicted, acquire
+ * returns NULL: the caller passes the call through unguarded, and the
+ * overflow counter says so.
+ */
+#ifndef RESILIX_REGISTRY_H
+#define RESILIX_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resilix/guard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RX_KEY_MAX 255 /* longest key in bytes; longer keys are truncated */
+
+struct rx_registry_config {
+	uint32_t max_keys;   /* 1..1000000, default 1024 */
+	uint64_t key_ttl_ms; /* idle time before eviction, default 600000 */
+};
+
+void rx_registry_config_default(struct rx_registry_config *cfg);
+
+struct rx_registry;
+
+/*
+ * rx_registry_create - allocate a registry (the only allocation it makes).
+ * Returns RX_OK and *@out, RX_EINVAL for a bad config (either one), or
+ * RX_ENOMEM. Not thread-safe.
+ */
+int rx_registry_create(struct rx_registry **out,
+                       const struct rx_registry_config *rcfg,
+                       const struct rx_guard_config *gcfg);
+
+/* rx_registry_destroy - free everything; NULL is accepted. */
+void rx_registry_destroy(struct rx_registry *r);
+
+/*
+ * rx_registry_acquire - find or create the guard of a key, and pin it.
+ * @key/@len: key bytes (len > RX_KEY_MAX is truncated).
+ * Returns the guard (valid until rx_registry_release), or NULL when the
+ * registry is full and no key can be evicted (counted as an overflow).
+ * Not thread-safe: callers serialise on the registry. O(1) expected.
+ */
+struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
+                                     size_t len, uint64_t now_ns);
+
+/* rx_registry_release - unpin a guard returned by acquire. O(1). */
+void rx_registry_release(struct rx_registry *r, struct rx_guard *g);
+
+/* rx_registry_index - a guard's stable slot number, 0..max_keys-1, for
+ * callers that keep per-guard data (locks) beside the registry. O(1). */
+uint32_t rx_registry_index(const struct rx_registry *r,
+                           const struct rx_guard *g);
+
+/* rx_registry_key - the key bytes of a guard, NUL-terminated. O(1). */
+const char *rx_registry_key(const struct rx_registry *r,
+                            const struct rx_guard *g);
+
+/* Counts: live keys, acquire calls that found no room. O(1). */
+uint32_t rx_registry_count(const struct rx_registry *r);
+uint64_t rx_registry_overflows(const struct rx_registry *r);
+
+/* rx_registry_foreach - call @fn on every live guard (telemetry,
+ * snapshot). @fn must not acquire or release. O(max_keys). */
+void rx_registry_foreach(struct rx_registry *r,
+                         void (*fn)(void *arg, const char *key,
+                                    struct rx_guard *g),
+                         void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

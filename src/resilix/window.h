@@ -1,0 +1,65 @@
+/*
+ * resilix/window.h - the dual-bound sliding window of call outcomes.
+ *
+ * Holds the last `capacity` calls and only those younger than max_age_ns.
+ * A preallocated ring with running counters: push is O(1), eviction by age
+ * advances the tail (amortised O(1) per call, each slot leaves once).
+ * Storage is supplied by the caller, so nothing here allocates.
+ */
+#ifndef RESILIX_WINDOW_H
+#define RESILIX_WINDOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+	RX_SLOT_FAILURE = 1u, /* transient or timeout */
+	RX_SLOT_SLOW = 2u     /* latency >= slow threshold */
+};
+
+struct rx_window_slot {
+	uint64_t t_ns;  /* settlement time, monotonic ns */
+	uint32_t flags; /* RX_SLOT_* */
+	uint32_t pad;
+};
+
+struct rx_window {
+	struct rx_window_slot *slots;
+	uint32_t capacity;  /* N, >= 1 */
+	uint32_t tail;      /* index of the oldest slot */
+	uint32_t count;     /* slots in use, <= capacity */
+	uint32_t failures;  /* running count of RX_SLOT_FAILURE in use */
+	uint32_t slow;      /* running count of RX_SLOT_SLOW in use */
+	uint64_t max_age_ns; /* 0 = no age bound */
+};
+
+/*
+ * rx_window_init - bind a window to caller storage.
+ * @slots:      array of @capacity slots, outlives the window; not NULL.
+ * @capacity:   1 .. 1 000 000.
+ * @max_age_ns: 0 (count bound only) or the age bound in ns.
+ * Returns RX_OK, or RX_EINVAL for NULL storage or a capacity out of range.
+ * Not thread-safe; O(1); no allocation.
+ */
+int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
+                   uint32_t capacity, uint64_t max_age_ns);
+
+/* rx_window_expire - evict slots older than max_age at now_ns.
+ * Amortised O(1), not thread-safe. */
+void rx_window_expire(struct rx_window *w, uint64_t now_ns);
+
+/* rx_window_push - record one outcome at now_ns (evicting the oldest when
+ * full, and anything past max age). O(1) amortised, not thread-safe. */
+void rx_window_push(struct rx_window *w, uint64_t now_ns, uint32_t flags);
+
+/* rx_window_clear - forget everything. O(1), not thread-safe. */
+void rx_window_clear(struct rx_window *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
