@@ -9,9 +9,35 @@
  *     (only when slow_call_ms > 0: ADR-006, the threshold has no default);
  *   - consecutive failures >= consecutive_backstop (0 = off), at any
  *     traffic, so a dead upstream with few calls still trips.
- * Open for open_ms, then half-open admits half_open_probes probes; a probe's
- * success closes the circuit, its failure reopens it. A probe that never
- * settles is replaced once open_ms elapses again (self-heal).
+ * Slow means latency >= slow_call_ms. Failures are RX_TRANSIENT and
+ * RX_TIMEOUT; RX_SUCCESS and RX_ANSWERED reset the consecutive count,
+ * RX_OVERLOAD is healthy but leaves the count alone (a 503 between two
+ * resets says nothing about recovery). Rates trip strictly above their
+ * threshold, so a threshold of 1 disables its condition.
+ *
+ * The window holds the last window_calls settlements younger than
+ * window_max_age_ms. Starvation: when the slow condition is on and
+ * window_max_age_ms < min_calls x slow_call_ms, the age bound could never
+ * hold min_calls slow samples, so it is widened to that product
+ * (stats.effective_max_age_ms). Once the age bound has evicted a sample and
+ * left fewer than min_calls, the breaker decides on what the window holds,
+ * down to 5 samples, and reports stats.starved.
+ *
+ * Open for open_ms (a refusal's retry_after_ms is the time left), then the
+ * next admit turns half-open (lazily, no timers). Half-open admits
+ * half_open_probes probes and refuses the rest with
+ * RX_REASON_HALF_OPEN_BUSY. The first probe to settle decides: a failure
+ * (or a slow success, when the slow condition is on) reopens, even with an
+ * empty window; any other verdict closes, clearing the window and the
+ * consecutive count. A probe still unsettled open_ms after it was admitted
+ * is presumed lost and its slots are handed out again (self-heal); its own
+ * settlement then counts for nothing.
+ *
+ * Late settlements: every state change (and every self-heal) bumps the
+ * generation, and a ticket from another generation is not evidence: a call
+ * admitted while closed that ends after the trip saw the old state.
+ * RX_REJECTED is never evidence and releases exactly what admit reserved:
+ * a probe slot in half-open, nothing otherwise (ADR-007).
  *
  * Sources: resilience4j CircuitBreakerStateMachine (rates over a count
  * window, half-open permits), Polly AdvancedCircuitBehavior (lazy
@@ -45,7 +71,8 @@ struct rx_breaker_config {
 	double slow_call_rate;         /* [0,1], default 0.5; 1 disables */
 	uint64_t slow_call_ms;         /* 0 = slow condition off (default) */
 	uint32_t consecutive_backstop; /* 0 = off; default 5 */
-	uint32_t min_calls;            /* 1..window_calls; default 20 */
+	uint32_t min_calls;            /* 1..100000; default 20; a value
+	                                  above window_calls is clamped to it */
 	uint32_t window_calls;         /* 1..100000; default 100 */
 	uint64_t window_max_age_ms;    /* 0 = none; default 60000 */
 	uint64_t open_ms;              /* 1..86400000; default 5000 */
@@ -95,6 +122,9 @@ struct rx_breaker {
 	uint64_t last_now_ns;     /* latest time seen (clock never goes back) */
 	uint64_t effective_max_age_ns;
 	uint64_t transitions;
+	uint64_t probe_epoch_ns;  /* admission of the oldest probe in flight */
+	uint32_t min_calls;       /* effective: min(cfg min_calls, window) */
+	bool starving;            /* age eviction left n below min_calls */
 };
 
 /*
@@ -131,7 +161,10 @@ void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
                        const struct rx_observation *obs);
 
 /* rx_breaker_stats - fill @out at @now_ns without changing the breaker's
- * state (ADR-010). Not thread-safe; O(1). */
+ * state (ADR-010): the window counts leave out slots the age bound would
+ * evict at @now_ns, and the state is the stored one (an open breaker whose
+ * time is up reports open with open_remaining_ms 0 until the next admit).
+ * Not thread-safe; O(slots the next settlement would evict), else O(1). */
 void rx_breaker_stats(const struct rx_breaker *b, uint64_t now_ns,
                       struct rx_breaker_stats *out);
 

@@ -35,6 +35,8 @@ struct rx_window {
 	uint32_t failures;  /* running count of RX_SLOT_FAILURE in use */
 	uint32_t slow;      /* running count of RX_SLOT_SLOW in use */
 	uint64_t max_age_ns; /* 0 = no age bound */
+	uint64_t aged_out;   /* slots evicted by age since init (telemetry,
+	                        and the breaker's starvation signal) */
 };
 
 /*
@@ -48,15 +50,20 @@ struct rx_window {
 int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
                    uint32_t capacity, uint64_t max_age_ns);
 
-/* rx_window_expire - evict slots older than max_age at now_ns.
- * Amortised O(1), not thread-safe. */
+/*
+ * rx_window_expire - evict slots whose age (now_ns - t_ns) is >= max_age_ns,
+ * so the window holds only calls strictly younger than max age. A slot
+ * stamped later than @now_ns has age 0. Amortised O(1): each slot leaves
+ * once. Not thread-safe.
+ */
 void rx_window_expire(struct rx_window *w, uint64_t now_ns);
 
 /* rx_window_push - record one outcome at now_ns (evicting the oldest when
  * full, and anything past max age). O(1) amortised, not thread-safe. */
 void rx_window_push(struct rx_window *w, uint64_t now_ns, uint32_t flags);
 
-/* rx_window_clear - forget everything. O(1), not thread-safe. */
+/* rx_window_clear - forget every slot (aged_out is kept). O(1), not
+ * thread-safe. */
 void rx_window_clear(struct rx_window *w);
 
 #ifdef __cplusplus

@@ -1,0 +1,72 @@
+/*
+ * gate.c - runs an ordered list of policies as one (gate.h, ADR-004).
+ *
+ * Admission asks each policy in order and stops at the first that does not
+ * admit. Everything admitted before it is released at once by settling its
+ * ticket with RX_REJECTED (ADR-007), in reverse order so that each policy
+ * sees its release before anything that happened after its admission. The
+ * refusing policy's decision and reason are returned unchanged; a queue
+ * decision is passed through so a blocking caller can wait and ask again.
+ */
+#include <stddef.h>
+
+#include "resilix/error.h"
+#include "resilix/gate.h"
+
+void rx_gate_init(struct rx_gate *g)
+{
+	g->count = 0;
+}
+
+int rx_gate_add(struct rx_gate *g, const struct rx_policy_ops *ops, void *self)
+{
+	if (g == NULL || ops == NULL || self == NULL || ops->admit == NULL ||
+	    ops->settle == NULL)
+		return RX_EINVAL;
+	if (g->count >= RX_GATE_MAX_POLICIES)
+		return RX_ENOSPC;
+	g->policies[g->count].ops = ops;
+	g->policies[g->count].self = self;
+	g->count++;
+	return RX_OK;
+}
+
+enum rx_decision rx_gate_admit(struct rx_gate *g,
+			       const struct rx_admit_ctx *ctx,
+			       struct rx_gate_permit *permit,
+			       struct rx_refusal *why)
+{
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	permit->count = 0;
+	for (uint32_t i = 0; i < g->count; i++) {
+		const struct rx_gate_entry *e = &g->policies[i];
+		struct rx_ticket *t = &permit->tickets[i];
+		t->start_ns = ctx->now_ns;
+		t->generation = 0;
+		t->flags = 0;
+		enum rx_decision d = e->ops->admit(e->self, ctx, t, why);
+		if (d == RX_ADMIT)
+			continue;
+		struct rx_observation rel = {
+		    .verdict = RX_REJECTED,
+		    .latency_us = 0,
+		    .now_ns = ctx->now_ns,
+		};
+		while (i-- > 0)
+			g->policies[i].ops->settle(g->policies[i].self,
+						   &permit->tickets[i], &rel);
+		return d;
+	}
+	permit->count = g->count;
+	return RX_ADMIT;
+}
+
+void rx_gate_settle(struct rx_gate *g, const struct rx_gate_permit *permit,
+		    const struct rx_observation *obs)
+{
+	uint32_t n = permit->count < g->count ? permit->count : g->count;
+	for (uint32_t i = 0; i < n; i++)
+		g->policies[i].ops->settle(g->policies[i].self,
+					   &permit->tickets[i], obs);
+}

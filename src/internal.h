@@ -1,0 +1,146 @@
+/*
+ * internal.h - private helpers of the policy core; never installed.
+ *
+ * Two rules of STYLE.md live here so every policy applies them the same
+ * way: arithmetic on times and counters saturates instead of wrapping, and
+ * a clock reading earlier than the last one seen means "no time passed"
+ * (nginx clamps negative deltas the same way). Nothing here allocates,
+ * reads a clock or does I/O.
+ */
+#ifndef RESILIX_INTERNAL_H
+#define RESILIX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resilix/registry.h"
+
+#define RX__NS_PER_MS UINT64_C(1000000)
+#define RX__NS_PER_US UINT64_C(1000)
+
+/* a + b, or UINT64_MAX when the sum does not fit. */
+static inline uint64_t rx__sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s = a + b;
+	return s < a ? UINT64_MAX : s;
+}
+
+/* a - b, or 0 when b > a. */
+static inline uint64_t rx__sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* a * b, or UINT64_MAX when the product does not fit. */
+static inline uint64_t rx__sat_mul(uint64_t a, uint64_t b)
+{
+	if (a != 0 && b > UINT64_MAX / a)
+		return UINT64_MAX;
+	return a * b;
+}
+
+/* Increment a 32-bit counter, sticking at UINT32_MAX. */
+static inline uint32_t rx__sat_inc32(uint32_t v)
+{
+	return v == UINT32_MAX ? v : v + 1;
+}
+
+/* Decrement a 32-bit counter, sticking at 0 (a double release must not
+ * turn into four billion calls in flight). */
+static inline uint32_t rx__sat_dec32(uint32_t v)
+{
+	return v == 0 ? 0 : v - 1;
+}
+
+static inline uint64_t rx__ms_to_ns(uint64_t ms)
+{
+	return rx__sat_mul(ms, RX__NS_PER_MS);
+}
+
+/* Whole milliseconds covering @ns, rounded up, so a retry-after never
+ * sends a caller back before the moment it names. */
+static inline uint64_t rx__ns_to_ms_ceil(uint64_t ns)
+{
+	return ns / RX__NS_PER_MS + (ns % RX__NS_PER_MS != 0);
+}
+
+/*
+ * rx__clock - the time a policy acts on: @now_ns, unless it is earlier than
+ * the latest time seen (*@last), in which case no time has passed. Updates
+ * *@last. Source: STYLE.md "Memory, time, errors".
+ */
+static inline uint64_t rx__clock(uint64_t *last, uint64_t now_ns)
+{
+	if (now_ns > *last)
+		*last = now_ns;
+	return *last;
+}
+
+/* The same clamp without recording the reading (read-only stats). */
+static inline uint64_t rx__clock_peek(uint64_t last, uint64_t now_ns)
+{
+	return now_ns > last ? now_ns : last;
+}
+
+/*
+ * The registry's layout, shared with the snapshot code (snapshot.c). An
+ * entry is a guard plus its key and bookkeeping; the guard comes first so a
+ * struct rx_guard * converts back to its entry. Entries live in one of
+ * four places: the free list, pinned (no list), the idle list (unpinned and
+ * evictable when last released, in release order: the LRU), or the parked
+ * list (unpinned but holding calls in flight or a breaker that is not
+ * closed when last released).
+ */
+#define RX__NIL UINT32_MAX
+
+enum rx__list_id {
+	RX__LIST_FREE = 0,
+	RX__LIST_PINNED,
+	RX__LIST_IDLE,
+	RX__LIST_PARKED
+};
+
+struct rx__entry {
+	struct rx_guard guard;	/* first: rx__entry_of relies on it */
+	uint64_t idle_since_ns; /* last use when last released */
+	uint32_t hash;
+	uint32_t pins;
+	uint32_t prev, next; /* list links, entry indices or RX__NIL */
+	uint16_t key_len;
+	uint8_t list; /* enum rx__list_id */
+	char key[RX_KEY_MAX + 1];
+};
+
+struct rx__list {
+	uint32_t head, tail;
+};
+
+struct rx_registry {
+	struct rx_registry_config cfg;
+	struct rx_guard_config gcfg;
+	struct rx__entry *entries;    /* max_keys */
+	struct rx_window_slot *slots; /* max_keys x window_calls, or NULL */
+	uint32_t *table;	      /* entry index + 1; 0 = empty */
+	uint32_t table_mask;	      /* table size - 1, a power of two */
+	uint32_t slots_per_key;
+	uint32_t count;
+	uint64_t overflows;
+	uint64_t last_now_ns;
+	struct rx__list free, idle, parked;
+};
+
+static inline struct rx__entry *rx__entry_of(const struct rx_guard *g)
+{
+	return (struct rx__entry *)(void *)g;
+}
+
+/* Find-or-insert without pinning and without running eviction, for the
+ * snapshot loader (registry.c). Returns NULL when no free entry is left. */
+struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
+				      size_t len, uint64_t now_ns);
+
+/* Evict every unpinned entry (snapshot loader's "leave it empty"). */
+void rx__registry_clear(struct rx_registry *r);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * verdict.c - classification of call outcomes into verdicts (ADR-003) and
+ * the stable names of verdicts and refusal reasons.
+ *
+ * The table is DESIGN.md's: 2xx/3xx success; 4xx other than 408/429
+ * answered; 429 and 503 overload; 408 and 504 timeout; every other 5xx and
+ * anything unrecognised (including status codes outside 100..599 and
+ * errnos we do not know) transient. Unrecognised reads as transient because
+ * it is the verdict that neither hides a failure from the breaker nor
+ * claims a timeout the call did not have.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include "resilix/policy.h"
+#include "resilix/verdict.h"
+
+const char *rx_verdict_name(enum rx_verdict v)
+{
+	static const char *const names[RX_VERDICT_COUNT] = {
+	    [RX_SUCCESS] = "success",	[RX_ANSWERED] = "answered",
+	    [RX_OVERLOAD] = "overload", [RX_TRANSIENT] = "transient",
+	    [RX_TIMEOUT] = "timeout",	[RX_REJECTED] = "rejected",
+	};
+	if ((unsigned)v >= RX_VERDICT_COUNT)
+		return "unknown";
+	return names[v];
+}
+
+const char *rx_reason_name(enum rx_reason r)
+{
+	static const char *const names[RX_REASON_COUNT] = {
+	    [RX_REASON_NONE] = "none",
+	    [RX_REASON_CIRCUIT_OPEN] = "circuit-open",
+	    [RX_REASON_HALF_OPEN_BUSY] = "half-open-busy",
+	    [RX_REASON_LIMITER_FULL] = "limiter-full",
+	    [RX_REASON_BULKHEAD_FULL] = "bulkhead-full",
+	    [RX_REASON_RATE_LIMITED] = "rate-limited",
+	    [RX_REASON_THROTTLED] = "throttled",
+	    [RX_REASON_REGISTRY_FULL] = "registry-full",
+	};
+	if ((unsigned)r >= RX_REASON_COUNT || names[r] == NULL)
+		return "unknown";
+	return names[r];
+}
+
+enum rx_verdict rx_verdict_from_http(int status)
+{
+	if (status >= 200 && status <= 399)
+		return RX_SUCCESS;
+	switch (status) {
+	case 408:
+	case 504:
+		return RX_TIMEOUT;
+	case 429:
+	case 503:
+		return RX_OVERLOAD;
+	default:
+		break;
+	}
+	if (status >= 400 && status <= 499)
+		return RX_ANSWERED;
+	/* 5xx other than the above, 1xx, and anything out of range. */
+	return RX_TRANSIENT;
+}
+
+enum rx_verdict rx_verdict_from_errno(int err, enum rx_phase phase)
+{
+	/*
+	 * ETIMEDOUT means "no answer in time" at either phase: from connect()
+	 * it is the SYN timeout, at I/O it is a keepalive or SO_RCVTIMEO
+	 * expiry the caller mapped to it. ECONNRESET, EPIPE, ECONNREFUSED,
+	 * EHOSTUNREACH, ENETUNREACH and everything else are transient.
+	 */
+	(void)phase;
+	if (err == ETIMEDOUT)
+		return RX_TIMEOUT;
+	return RX_TRANSIENT;
+}
+
+bool rx_verdict_is_failure(enum rx_verdict v)
+{
+	return v == RX_TRANSIENT || v == RX_TIMEOUT;
+}

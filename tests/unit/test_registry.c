@@ -1,0 +1,366 @@
+/*
+ * test_registry.c - the bounded key registry: lookup, truncation, churn of
+ * many more keys than the cap at constant memory (no allocation after
+ * create, every guard inside the preallocated arena), an exact LRU model
+ * under random churn (which exercises backward-shift deletion), pins, calls
+ * in flight and open breakers never evicted, the overflow counter, and the
+ * idle TTL.
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../support/cunit_main.h"
+#include "../support/fake_clock.h"
+#include "resilix.h"
+
+#define MS RX_NS_PER_MS
+
+static struct rx_registry *make(uint32_t max_keys, uint64_t ttl_ms,
+				struct rx_guard_config *gc_out)
+{
+	struct rx_registry_config rc = {.max_keys = max_keys,
+					.key_ttl_ms = ttl_ms};
+	struct rx_guard_config gc;
+	rx_guard_config_default(&gc);
+	gc.breaker.window_calls = 16;
+	gc.breaker.min_calls = 4;
+	gc.breaker.consecutive_backstop = 1;
+	if (gc_out != NULL)
+		*gc_out = gc;
+	struct rx_registry *r = NULL;
+	CU_ASSERT_EQUAL(rx_registry_create(&r, &rc, &gc), RX_OK);
+	return r;
+}
+
+static struct rx_guard *get(struct rx_registry *r, const char *key,
+			    uint64_t now)
+{
+	return rx_registry_acquire(r, key, strlen(key), now);
+}
+
+static struct rx_guard *getn(struct rx_registry *r, unsigned n, uint64_t now)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "10.0.%u.%u:443", n / 256, n % 256);
+	return get(r, key, now);
+}
+
+static void test_create_rejects(void)
+{
+	struct rx_registry *r = NULL;
+	struct rx_registry_config rc;
+	struct rx_guard_config gc;
+	rx_registry_config_default(&rc);
+	CU_ASSERT_EQUAL(rc.max_keys, 1024);
+	CU_ASSERT_EQUAL(rc.key_ttl_ms, 600000);
+	rx_guard_config_default(&gc);
+	rc.max_keys = 0;
+	CU_ASSERT_EQUAL(rx_registry_create(&r, &rc, &gc), RX_EINVAL);
+	rc.max_keys = 1000001;
+	CU_ASSERT_EQUAL(rx_registry_create(&r, &rc, &gc), RX_EINVAL);
+	rc.max_keys = 4;
+	gc.breaker.open_ms = 0;
+	CU_ASSERT_EQUAL(rx_registry_create(&r, &rc, &gc), RX_EINVAL);
+	CU_ASSERT_EQUAL(rx_registry_create(NULL, &rc, &gc), RX_EINVAL);
+	CU_ASSERT_PTR_NULL(r);
+	rx_registry_destroy(NULL);
+}
+
+static void test_lookup_and_keys(void)
+{
+	struct rx_registry *r = make(8, 0, NULL);
+	struct rx_guard *a = get(r, "a:1", 1);
+	struct rx_guard *b = get(r, "b:1", 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_PTR_NOT_EQUAL(a, b);
+	CU_ASSERT_PTR_EQUAL(get(r, "a:1", 2), a);
+	CU_ASSERT_STRING_EQUAL(rx_registry_key(r, a), "a:1");
+	CU_ASSERT(rx_registry_index(r, a) < 8);
+	CU_ASSERT_NOT_EQUAL(rx_registry_index(r, a), rx_registry_index(r, b));
+	CU_ASSERT_EQUAL(rx_registry_count(r), 2);
+	/* An empty key is a key. */
+	struct rx_guard *e = rx_registry_acquire(r, "", 0, 3);
+	CU_ASSERT_PTR_NOT_NULL(e);
+	CU_ASSERT_STRING_EQUAL(rx_registry_key(r, e), "");
+	/* Prefix keys are distinct. */
+	CU_ASSERT_PTR_NOT_EQUAL(get(r, "a:", 3), a);
+	rx_registry_destroy(r);
+}
+
+static void test_long_keys_truncated(void)
+{
+	struct rx_registry *r = make(8, 0, NULL);
+	char k1[400], k2[400];
+	memset(k1, 'x', sizeof(k1));
+	memcpy(k2, k1, sizeof(k2));
+	k2[399] = 'y'; /* differs only past RX_KEY_MAX */
+	struct rx_guard *a = rx_registry_acquire(r, k1, sizeof(k1), 1);
+	struct rx_guard *b = rx_registry_acquire(r, k2, sizeof(k2), 1);
+	CU_ASSERT_PTR_EQUAL(a, b);
+	CU_ASSERT_EQUAL(strlen(rx_registry_key(r, a)), RX_KEY_MAX);
+	rx_registry_destroy(r);
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_churn_constant_memory(void)
+{
+	enum { CAP = 1000, KEYS = 10000 };
+	struct rx_registry *r = make(CAP, 600000, NULL);
+	static uintptr_t arena[CAP];
+	uint64_t now = 0;
+	for (unsigned i = 0; i < CAP; i++) {
+		struct rx_guard *g = getn(r, i, now += MS);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		arena[i] = (uintptr_t)g;
+		g->counters.slow =
+		    i + 1; /* a marker that says who lives here */
+		rx_registry_release(r, g);
+	}
+	qsort(arena, CAP, sizeof(arena[0]), cmp_ptr);
+	struct mallinfo2 before = mallinfo2();
+	for (unsigned round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < KEYS; i++) {
+			struct rx_guard *g = getn(r, i, now += MS);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+			uintptr_t p = (uintptr_t)g;
+			CU_ASSERT_PTR_NOT_NULL(
+			    bsearch(&p, arena, CAP, sizeof(arena[0]), cmp_ptr));
+			/* Each round evicts the key before it comes back. */
+			if (!(round == 0 && i < CAP))
+				CU_ASSERT_EQUAL(g->counters.slow, 0);
+			g->counters.slow = i + 1;
+			CU_ASSERT(rx_registry_count(r) <= CAP);
+			rx_registry_release(r, g);
+		}
+	}
+	struct mallinfo2 after = mallinfo2();
+	CU_ASSERT_EQUAL(before.uordblks, after.uordblks);
+	CU_ASSERT_EQUAL(before.hblkhd, after.hblkhd);
+	CU_ASSERT_EQUAL(rx_registry_count(r), CAP);
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 0);
+	/* The last CAP keys are all still there, with their state. */
+	for (unsigned i = KEYS - CAP; i < KEYS; i++) {
+		struct rx_guard *g = getn(r, i, now += MS);
+		CU_ASSERT_EQUAL(g->counters.slow, i + 1);
+		rx_registry_release(r, g);
+	}
+	CU_ASSERT_EQUAL(rx_registry_count(r), CAP);
+	rx_registry_destroy(r);
+}
+
+/* Random churn against an exact LRU model of the registry. */
+static void test_random_churn_matches_lru_model(void)
+{
+	enum { CAP = 64, KEYS = 300, OPS = 100000 };
+	struct rx_registry *r = make(CAP, 0, NULL);
+	static uint64_t released_at[KEYS];
+	static bool present[KEYS];
+	unsigned n_present = 0;
+	struct rx_rng rng;
+	rx_rng_seed(&rng, 99);
+	uint64_t tick = 0;
+	char key[32];
+	for (unsigned op = 0; op < OPS; op++) {
+		/* Skewed keys: collisions and long probe runs both happen. */
+		unsigned k = (unsigned)(rx_rng_next(&rng) % KEYS);
+		if (rx_rng_next(&rng) % 2)
+			k %= 40;
+		bool expect_existing = present[k];
+		if (!present[k]) {
+			if (n_present == CAP) {
+				unsigned victim = KEYS;
+				for (unsigned j = 0; j < KEYS; j++)
+					if (present[j] &&
+					    (victim == KEYS ||
+					     released_at[j] <
+						 released_at[victim]))
+						victim = j;
+				present[victim] = false;
+				n_present--;
+			}
+			present[k] = true;
+			n_present++;
+		}
+		snprintf(key, sizeof(key), "key-%u", k);
+		struct rx_guard *g = get(r, key, ++tick);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_STRING_EQUAL(rx_registry_key(r, g), key);
+		CU_ASSERT_EQUAL(g->counters.slow, expect_existing ? k + 1 : 0);
+		g->counters.slow = k + 1;
+		g->last_used_ns = tick;
+		rx_registry_release(r, g);
+		released_at[k] = tick;
+		CU_ASSERT_EQUAL_FATAL(rx_registry_count(r), n_present);
+	}
+	rx_registry_destroy(r);
+}
+
+static void test_pinned_never_evicted(void)
+{
+	struct rx_registry *r = make(4, 1000, NULL);
+	struct rx_guard *g[4];
+	for (unsigned i = 0; i < 4; i++) {
+		g[i] = getn(r, i, 1);
+		g[i]->counters.slow = i + 1;
+	}
+	/* Even long past the TTL, pinned keys stay; acquire overflows. */
+	CU_ASSERT_PTR_NULL(getn(r, 100, 1000000 * MS));
+	CU_ASSERT_PTR_NULL(getn(r, 101, 1000000 * MS));
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 2);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 4);
+	/* A second pin on g[2]: one release is not enough. */
+	CU_ASSERT_PTR_EQUAL(getn(r, 2, 1000000 * MS), g[2]);
+	rx_registry_release(r, g[2]);
+	CU_ASSERT_PTR_NULL(getn(r, 102, 1000000 * MS));
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 3);
+	rx_registry_release(r, g[2]);
+	rx_registry_release(r, g[2]); /* double release is ignored */
+	struct rx_guard *n = getn(r, 103, 1000000 * MS);
+	CU_ASSERT_PTR_EQUAL(n, g[2]); /* the only evictable slot */
+	CU_ASSERT_EQUAL(n->counters.slow, 0);
+	for (unsigned i = 0; i < 4; i++)
+		if (i != 2)
+			CU_ASSERT_EQUAL(g[i]->counters.slow, i + 1);
+	rx_registry_destroy(r);
+}
+
+static void test_in_flight_never_evicted(void)
+{
+	struct rx_registry *r = make(2, 0, NULL);
+	struct rx_admit_ctx ctx = {.now_ns = 1};
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	struct rx_guard *a = getn(r, 1, 1);
+	CU_ASSERT_EQUAL(rx_guard_admit(a, &ctx, &p, &why), RX_ADMIT);
+	rx_registry_release(r, a); /* unpinned, call in flight */
+	struct rx_guard *b = getn(r, 2, 2);
+	rx_registry_release(r, b);
+	struct rx_guard *c = getn(r, 3, 3); /* must evict b, not a */
+	CU_ASSERT_PTR_EQUAL(c, b);
+	CU_ASSERT_EQUAL(a->in_flight, 1);
+	CU_ASSERT_PTR_NULL(getn(r, 4, 4)); /* a in flight, c pinned */
+	/* The call ends without a pin (discouraged but tolerated): a becomes
+	 * evictable and the bounded scan of parked entries finds it. */
+	struct rx_observation o = {RX_SUCCESS, 1, 5};
+	rx_guard_settle(a, &p, &o);
+	struct rx_guard *d = getn(r, 5, 6);
+	CU_ASSERT_PTR_EQUAL(d, a);
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 1);
+	rx_registry_destroy(r);
+}
+
+static void test_open_breaker_never_evicted(void)
+{
+	struct rx_registry *r = make(2, 1000, NULL);
+	struct rx_admit_ctx ctx = {.now_ns = 1};
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	for (unsigned i = 0; i < 2; i++) {
+		struct rx_guard *g = getn(r, i, 1);
+		rx_guard_admit(g, &ctx, &p, &why);
+		struct rx_observation o = {RX_TRANSIENT, 1, 1};
+		rx_guard_settle(g, &p, &o); /* backstop 1: open */
+		CU_ASSERT_EQUAL(g->breaker.state, RX_BREAKER_OPEN);
+		rx_registry_release(r, g);
+	}
+	/* Past the TTL and the open period: still not evictable. */
+	CU_ASSERT_PTR_NULL(getn(r, 9, 3600000 * MS));
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 1);
+	/* The key comes back to an open breaker, not a fresh one. */
+	struct rx_guard *g = getn(r, 0, 3600000 * MS);
+	CU_ASSERT_EQUAL(g->breaker.state, RX_BREAKER_OPEN);
+	rx_registry_destroy(r);
+}
+
+static void test_idle_ttl(void)
+{
+	struct rx_registry *r = make(10, 1000, NULL);
+	for (unsigned i = 0; i < 3; i++) {
+		struct rx_guard *g = getn(r, i, 1 * MS);
+		g->counters.slow = 7;
+		rx_registry_release(r, g);
+	}
+	CU_ASSERT_EQUAL(rx_registry_count(r), 3);
+	/* 999 ms idle: nothing goes. */
+	struct rx_guard *g = getn(r, 50, 1000 * MS);
+	rx_registry_release(r, g);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 4);
+	/* 1000 ms idle: each acquire sweeps up to two. */
+	g = getn(r, 51, 1001 * MS);
+	rx_registry_release(r, g);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 3);
+	/* Key 2 idle past the TTL comes back fresh even if not swept. */
+	g = getn(r, 2, 1001 * MS);
+	CU_ASSERT_EQUAL(g->counters.slow, 0);
+	rx_registry_release(r, g);
+	/* Key 50 (idle 1 ms) keeps its state. */
+	g = getn(r, 50, 1001 * MS);
+	CU_ASSERT_PTR_NOT_NULL(g);
+	rx_registry_release(r, g);
+	rx_registry_destroy(r);
+}
+
+static void count_fn(void *arg, const char *key, struct rx_guard *g)
+{
+	unsigned *n = arg;
+	(*n)++;
+	CU_ASSERT_PTR_NOT_NULL(key);
+	CU_ASSERT_PTR_NOT_NULL(g);
+}
+
+static void test_foreach(void)
+{
+	struct rx_registry *r = make(16, 0, NULL);
+	for (unsigned i = 0; i < 5; i++)
+		rx_registry_release(r, getn(r, i, 1));
+	unsigned n = 0;
+	rx_registry_foreach(r, count_fn, &n);
+	CU_ASSERT_EQUAL(n, 5);
+	rx_registry_destroy(r);
+}
+
+static void test_without_breaker(void)
+{
+	struct rx_registry_config rc = {.max_keys = 3, .key_ttl_ms = 0};
+	struct rx_guard_config gc;
+	rx_guard_config_default(&gc);
+	gc.breaker_on = false;
+	struct rx_registry *r = NULL;
+	CU_ASSERT_EQUAL_FATAL(rx_registry_create(&r, &rc, &gc), RX_OK);
+	for (unsigned i = 0; i < 20; i++) {
+		struct rx_guard *g = getn(r, i, i);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		rx_registry_release(r, g);
+	}
+	CU_ASSERT_EQUAL(rx_registry_count(r), 3);
+	rx_registry_destroy(r);
+}
+
+int main(void)
+{
+	static const struct rx_test tests[] = {
+	    {"create rejects", test_create_rejects},
+	    {"lookup and keys", test_lookup_and_keys},
+	    {"long keys truncated", test_long_keys_truncated},
+	    {"10000 keys through 1000 at constant memory",
+	     test_churn_constant_memory},
+	    {"random churn matches an LRU model",
+	     test_random_churn_matches_lru_model},
+	    {"pinned keys never evicted", test_pinned_never_evicted},
+	    {"calls in flight never evicted", test_in_flight_never_evicted},
+	    {"open breakers never evicted", test_open_breaker_never_evicted},
+	    {"idle ttl", test_idle_ttl},
+	    {"foreach", test_foreach},
+	    {"without breaker", test_without_breaker},
+	    {NULL, NULL},
+	};
+	return rx_run_suite("registry", tests);
+}
