@@ -19,8 +19,13 @@
  *                    `hang` when it was never answered (mode hang). Requests
  *                    that arrive while a `refuse` phase runs are not logged:
  *                    the upstream is "dead" then.
- *   --conn-log F     one line per accepted connection:
+ *   --conn-log F     one line when a connection is accepted and one when
+ *                    it ends:
  *                      <ms since start> accept <peer port>
+ *                      <ms since start> close <peer port> <unparsed bytes>
+ *                    unparsed bytes counts what arrived after the last
+ *                    complete request (a partial request the client sent
+ *                    before it went away).
  *   --phases SPEC    the timeline: a comma-separated list of
  *                    DURATION_MS:MODE[:ARG...], run in order; the last phase
  *                    lasts forever whatever its duration says. Modes:
@@ -397,12 +402,13 @@ static int wait_readable(int fd, long *idle_since)
 
 struct conn {
 	int fd;
+	int peer_port;
 };
 
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
-	int fd = c->fd;
+	int fd = c->fd, peer_port = c->peer_port;
 	char *buf = malloc(REQ_BUF + 1);
 	size_t len = 0;
 	long idle_since = now_ms();
@@ -552,6 +558,8 @@ static void *conn_main(void *arg)
 		idle_since = now_ms();
 	}
 out:
+	/* Unparsed bytes prove whether a partial request ever arrived. */
+	log_line(conn_log_fd, "%ld close %d %zu\n", now_ms(), peer_port, len);
 	if (rst)
 		close_rst(fd);
 	else
@@ -755,6 +763,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			c->fd = cfd;
+			c->peer_port = ntohs(peer.sin_port);
 			pthread_attr_init(&attr);
 			pthread_attr_setdetachstate(&attr,
 			                            PTHREAD_CREATE_DETACHED);

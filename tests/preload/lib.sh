@@ -1,0 +1,288 @@
+# lib.sh - helpers for the shim's integration tests (sourced, bash).
+#
+# Each test is a bash script run by `make check` (SH_LOG_COMPILER) with
+# RESILIX_SO, RESILIX_SANITIZE_RUNTIME, RESILIX_BUILDDIR and RESILIX_SRCDIR
+# set by AM_TESTS_ENVIRONMENT. Run by hand, the same variables may be set in
+# the environment; otherwise they default to the build tree `_build` under
+# the source tree, or the current directory when it is a build tree.
+#
+# Rules the helpers enforce:
+# - LD_PRELOAD is set only on the program under test (rx_shim), never on
+#   the harness shell, the upstream or the tools that check results.
+# - Every program runs under `timeout`; every upstream has --max-seconds.
+# - Traffic goes to 127.0.0.1 only.
+# - Exit 77 (skip) only when a required tool is absent (rx_need); a missing
+#   build product is a failure, not a skip.
+#
+# Test scripts start with:
+#   . "$(dirname "$0")/lib.sh"
+# lib.sh re-executes the test with bash when sourced from another shell.
+
+if [ -z "${BASH_VERSION:-}" ]; then
+	exec bash "$0" "$@"
+fi
+
+set -u
+
+RX_NAME=$(basename "$0" .sh)
+RX_TIMEOUT=${RX_TIMEOUT:-20}
+
+: "${RESILIX_SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+if [ -z "${RESILIX_BUILDDIR:-}" ]; then
+	if [ -x "./tests/support/upstream" ]; then
+		RESILIX_BUILDDIR=$(pwd)
+	else
+		RESILIX_BUILDDIR=$RESILIX_SRCDIR/_build
+	fi
+fi
+: "${RESILIX_SO:=$RESILIX_BUILDDIR/.libs/libresilix_preload.so}"
+: "${RESILIX_SANITIZE_RUNTIME:=}"
+export RESILIX_SRCDIR RESILIX_BUILDDIR RESILIX_SO RESILIX_SANITIZE_RUNTIME
+
+UPSTREAM=$RESILIX_BUILDDIR/tests/support/upstream
+CLIENT=$RESILIX_BUILDDIR/tests/support/client
+
+# The harness itself never runs guarded, whatever the caller's environment.
+unset LD_PRELOAD
+for _v in $(env | sed -n 's/^\(RESILIX_[A-Z_]*\)=.*/\1/p'); do
+	case $_v in
+	RESILIX_SO | RESILIX_SANITIZE_RUNTIME | RESILIX_SANITIZERS | \
+		RESILIX_BUILDDIR | RESILIX_SRCDIR) ;;
+	*) unset "$_v" ;;
+	esac
+done
+unset _v
+
+RX_TMP=$(mktemp -d "${TMPDIR:-/tmp}/resilix-$RX_NAME.XXXXXX")
+RX_PIDS=""
+RX_DUMP=""
+
+rx_cleanup() {
+	local pid
+	for pid in $RX_PIDS; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in $RX_PIDS; do
+		wait "$pid" 2>/dev/null
+	done
+	if [ "${RX_KEEP_TMP:-0}" = 1 ]; then
+		echo "# kept $RX_TMP"
+	else
+		rm -rf "$RX_TMP"
+	fi
+}
+trap rx_cleanup EXIT
+trap 'exit 130' INT TERM
+
+rx_log() {
+	echo "# $*"
+}
+
+# rx_dump_on_fail FILE...: print these files when an assertion fails.
+rx_dump_on_fail() {
+	RX_DUMP="$RX_DUMP $*"
+}
+
+rx_fail() {
+	local f
+	echo "FAIL: $RX_NAME: $*" >&2
+	for f in $RX_DUMP; do
+		if [ -s "$f" ]; then
+			echo "---- $f (last 60 lines) ----" >&2
+			tail -n 60 "$f" >&2
+		fi
+	done
+	exit 1
+}
+
+rx_pass() {
+	echo "PASS: $RX_NAME${1:+: $1}"
+	exit 0
+}
+
+# rx_need TOOL...: skip (77) when a tool the test drives is absent.
+rx_need() {
+	local t
+	for t in "$@"; do
+		if ! command -v "$t" >/dev/null 2>&1; then
+			echo "SKIP: $RX_NAME: '$t' is not installed"
+			exit 77
+		fi
+	done
+}
+
+# rx_require_build: the shim and the support programs must exist.
+rx_require_build() {
+	[ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
+	[ -x "$UPSTREAM" ] || rx_fail "not built: $UPSTREAM"
+	[ -x "$CLIENT" ] || rx_fail "not built: $CLIENT"
+	rx_need timeout
+}
+
+rx_now_ms() {
+	date +%s%3N
+}
+
+# rx_upstream_start NAME [upstream options...]: starts an upstream on an
+# ephemeral port (unless --port is given) with a time bound, logs in
+# $RX_TMP/up.NAME.log (requests) and up.NAME.conn (connections), and
+# waits until it listens. Sets RX_PORT and RX_UP_T0 (epoch ms when its
+# clock started, +- a few ms). Its files are $RX_TMP/up.NAME.{log,conn,
+# port,out,err}; rx_uplog NAME prints the request log's path.
+rx_upstream_start() {
+	local name=$1 i pid
+	shift
+	rm -f "$RX_TMP/up.$name.port" "$RX_TMP/up.$name.log" "$RX_TMP/up.$name.conn"
+	: >"$RX_TMP/up.$name.log"
+	: >"$RX_TMP/up.$name.conn"
+	local before
+	before=$(rx_now_ms)
+	"$UPSTREAM" --max-seconds "${RX_UPSTREAM_MAX_S:-60}" \
+		--port-file "$RX_TMP/up.$name.port" --log "$RX_TMP/up.$name.log" \
+		--conn-log "$RX_TMP/up.$name.conn" "$@" \
+		>"$RX_TMP/up.$name.out" 2>"$RX_TMP/up.$name.err" &
+	pid=$!
+	RX_PIDS="$RX_PIDS $pid"
+	echo "$pid" >"$RX_TMP/up.$name.pid"
+	for i in $(seq 1 100); do
+		[ -s "$RX_TMP/up.$name.port" ] && break
+		kill -0 "$pid" 2>/dev/null ||
+			rx_fail "upstream $name did not start: $(cat "$RX_TMP/up.$name.err")"
+		sleep 0.05
+	done
+	[ -s "$RX_TMP/up.$name.port" ] || rx_fail "upstream $name: no port after 5 s"
+	RX_PORT=$(cat "$RX_TMP/up.$name.port")
+	RX_UP_T0=$before
+	echo "$before" >"$RX_TMP/up.$name.t0"
+	rx_dump_on_fail "$RX_TMP/up.$name.log" "$RX_TMP/up.$name.err"
+}
+
+rx_uplog() {
+	echo "$RX_TMP/up.$1.log"
+}
+
+rx_upconn() {
+	echo "$RX_TMP/up.$1.conn"
+}
+
+# rx_upstream_stop NAME: SIGTERM, and wait for it.
+rx_upstream_stop() {
+	local pid
+	pid=$(cat "$RX_TMP/up.$1.pid" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$RX_TMP/up.$1.pid"
+	return 0
+}
+
+# rx_free_port: prints a TCP port on 127.0.0.1 that nothing listens on.
+rx_free_port() {
+	local f=$RX_TMP/free.$$.$RANDOM pid i
+	"$UPSTREAM" --phases 0:refuse --max-seconds 2 --port-file "$f" \
+		>/dev/null 2>&1 &
+	pid=$!
+	for i in $(seq 1 100); do
+		[ -s "$f" ] && break
+		sleep 0.02
+	done
+	# The only phase is `refuse`: the listener closes at once.
+	sleep 0.05
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ -s "$f" ] || rx_fail "rx_free_port: no port"
+	cat "$f"
+	rm -f "$f"
+}
+
+# rx_count NAME [STATUS]: requests that reached upstream NAME (optionally
+# only those answered with STATUS).
+rx_count() {
+	if [ $# -ge 2 ]; then
+		awk -v s="$2" '$4 == s' "$RX_TMP/up.$1.log" | wc -l | tr -d ' '
+	else
+		wc -l <"$RX_TMP/up.$1.log" | tr -d ' '
+	fi
+}
+
+# rx_accepts NAME: connections upstream NAME accepted.
+rx_accepts() {
+	grep -c ' accept ' "$RX_TMP/up.$1.conn" | tr -d ' '
+}
+
+# rx_shim [VAR=value...] PROGRAM ARGS...: runs PROGRAM under the shim and
+# `timeout` ($RX_TIMEOUT s). LD_PRELOAD is set on that program only.
+rx_shim() {
+	local asan=()
+	if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
+		asan=("ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=0}")
+	fi
+	timeout -k 2 "$RX_TIMEOUT" env ${asan[@]+"${asan[@]}"} \
+		LD_PRELOAD="${RESILIX_SANITIZE_RUNTIME:+$RESILIX_SANITIZE_RUNTIME }$RESILIX_SO" \
+		"$@"
+}
+
+# rx_plain PROGRAM ARGS...: the same without the shim (control runs).
+rx_plain() {
+	timeout -k 2 "$RX_TIMEOUT" "$@"
+}
+
+# rx_wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it
+# succeeds; returns 1 when SECONDS pass first.
+rx_wait_for() {
+	local limit=$1 end
+	shift
+	end=$(($(rx_now_ms) + limit * 1000))
+	while [ "$(rx_now_ms)" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Assertions: each prints what was expected and what was seen, then the
+# files registered with rx_dump_on_fail, and exits 1.
+rx_assert_eq() { # DESCRIPTION EXPECTED GOT
+	[ "$2" = "$3" ] || rx_fail "$1: expected '$2', got '$3'"
+	rx_log "ok: $1 = $3"
+}
+
+rx_assert_ge() { # DESCRIPTION GOT MIN
+	[ "$2" -ge "$3" ] || rx_fail "$1: expected >= $3, got $2"
+	rx_log "ok: $1 = $2 (>= $3)"
+}
+
+rx_assert_le() { # DESCRIPTION GOT MAX
+	[ "$2" -le "$3" ] || rx_fail "$1: expected <= $3, got $2"
+	rx_log "ok: $1 = $2 (<= $3)"
+}
+
+rx_assert_between() { # DESCRIPTION GOT MIN MAX
+	[ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
+		rx_fail "$1: expected in [$3, $4], got $2"
+	rx_log "ok: $1 = $2 (in [$3, $4])"
+}
+
+rx_assert_grep() { # DESCRIPTION REGEX FILE
+	grep -Eq -- "$2" "$3" || rx_fail "$1: no line matches /$2/ in $3"
+	rx_log "ok: $1"
+}
+
+rx_assert_no_grep() { # DESCRIPTION REGEX FILE
+	if grep -Eq -- "$2" "$3"; then
+		rx_fail "$1: unexpected line matching /$2/: $(grep -E -m1 -- "$2" "$3")"
+	fi
+	rx_log "ok: $1"
+}
+
+# rx_transitions FILE: the breaker transitions logged by the shim, one
+# "from>to" per line, in order.
+rx_transitions() {
+	grep 'event=breaker-transition' "$1" 2>/dev/null |
+		sed -n 's/.*from=\([a-z_-]*\).* to=\([a-z_-]*\).*/\1>\2/p'
+}
+
+# rx_count_to STATE FILE: how many transitions to STATE the shim logged.
+rx_count_to() {
+	grep 'event=breaker-transition' "$2" 2>/dev/null |
+		grep -c " to=$1\\b" | tr -d ' '
+}
