@@ -77,6 +77,17 @@ struct rx_observation {
 	uint64_t now_ns;     /* monotonic ns at settlement */
 };
 
+/*
+ * Every kind of policy the core implements. The conformance test
+ * (tests/unit/test_conformance.c) holds one factory per kind and fails when
+ * a kind in [0, RX_POLICY_KIND_COUNT) has none, so a new policy cannot skip
+ * the ADR-007 release invariant: add the kind here, then its factory there.
+ */
+enum rx_policy_kind {
+	RX_POLICY_BREAKER = 0,
+	RX_POLICY_KIND_COUNT
+};
+
 /* A policy's vtable, used by the gate and by the conformance test. */
 struct rx_policy_ops {
 	const char *name; /* "breaker", "limiter", ... */

@@ -1,0 +1,340 @@
+/*
+ * test_conformance.c - every policy honours ADR-007: a call admitted and
+ * then released with RX_REJECTED leaves the policy exactly as if it had
+ * never been admitted.
+ *
+ * For each policy kind (enum rx_policy_kind) there is one factory below.
+ * The first test fails when a kind has no factory, so a new policy cannot
+ * join the core without joining this test. For each kind and each of many
+ * seeds, two identically built policies A and B see the same random history
+ * of admissions, held calls and settlements with every verdict; A alone
+ * also gets extra calls that are admitted and at once released with
+ * RX_REJECTED, the way the gate releases an earlier policy when a later one
+ * refuses. After every step A and B must have made the same decisions and
+ * must report the same statistics. The extra calls draw from a copy of the
+ * caller's generator, so a policy that draws on admit is compared on what
+ * it does, not on whose random numbers it got.
+ *
+ * To register a policy: add its kind to enum rx_policy_kind (policy.h), a
+ * make/stats pair here, and its entry in factories[].
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "../support/cunit_main.h"
+#include "../support/fake_clock.h"
+#include "resilix.h"
+
+#define MS RX_NS_PER_MS
+#define CONF_STORAGE (64 * 1024)
+#define CONF_STATS_MAX 64
+#define CONF_SEEDS 300
+#define CONF_STEPS 600
+#define CONF_HELD 8
+
+struct conformance_factory {
+	const char *name;
+	/*
+	 * Build a policy in @mem (CONF_STORAGE zeroed, max-aligned bytes),
+	 * its settings drawn from @seed so that seeds cover the
+	 * configuration space. Sets *@self; returns the vtable.
+	 */
+	const struct rx_policy_ops *(*make)(void *mem, uint64_t seed,
+					    void **self);
+	/* Write the policy's statistics at @now_ns as integers (doubles by
+	 * bit pattern) into @out; return how many were written. */
+	size_t (*stats)(const void *self, uint64_t now_ns, uint64_t *out,
+			size_t max);
+};
+
+static uint64_t bits_of(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+/* --- breaker ------------------------------------------------------------ */
+
+struct breaker_box {
+	struct rx_breaker b;
+	struct rx_window_slot slots[32];
+};
+
+static const struct rx_policy_ops *breaker_make(void *mem, uint64_t seed,
+						void **self)
+{
+	static const double rates[] = {0.0, 0.25, 0.5, 1.0};
+	struct breaker_box *box = mem;
+	struct rx_rng r;
+	struct rx_breaker_config c;
+	rx_rng_seed(&r, seed ^ UINT64_C(0x5eed));
+	rx_breaker_config_default(&c);
+	c.window_calls = 1 + (uint32_t)(rx_rng_next(&r) % 32);
+	c.min_calls = 1 + (uint32_t)(rx_rng_next(&r) % 40);
+	c.consecutive_backstop = (uint32_t)(rx_rng_next(&r) % 5);
+	c.slow_call_ms = rx_rng_next(&r) % 2 ? 10 + rx_rng_next(&r) % 90 : 0;
+	c.failure_rate = rates[rx_rng_next(&r) % 4];
+	c.slow_call_rate = rates[rx_rng_next(&r) % 4];
+	c.window_max_age_ms =
+	    rx_rng_next(&r) % 2 ? 100 + rx_rng_next(&r) % 3000 : 0;
+	c.open_ms = 50 + rx_rng_next(&r) % 2000;
+	c.half_open_probes = 1 + (uint32_t)(rx_rng_next(&r) % 3);
+	CU_ASSERT_EQUAL_FATAL(rx_breaker_init(&box->b, &c, box->slots), RX_OK);
+	*self = &box->b;
+	return &rx_breaker_ops;
+}
+
+static size_t breaker_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			    size_t max)
+{
+	struct rx_breaker_stats s;
+	rx_breaker_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    s.state,
+	    s.window_count,
+	    s.window_failures,
+	    s.window_slow,
+	    s.consecutive_failures,
+	    s.probes_in_flight,
+	    bits_of(s.failure_rate),
+	    bits_of(s.slow_call_rate),
+	    s.effective_max_age_ms,
+	    s.starved,
+	    s.open_remaining_ms,
+	    s.transitions,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory breaker_factory = {
+    .name = "breaker", .make = breaker_make, .stats = breaker_stats};
+
+/* --- the registry of factories ----------------------------------------- */
+
+static const struct conformance_factory *const factories[] = {
+    [RX_POLICY_BREAKER] = &breaker_factory,
+};
+
+#define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
+
+static void test_every_kind_has_a_factory(void)
+{
+	CU_ASSERT_EQUAL(N_FACTORIES, RX_POLICY_KIND_COUNT);
+	for (unsigned k = 0; k < RX_POLICY_KIND_COUNT; k++) {
+		const struct conformance_factory *f =
+		    k < N_FACTORIES ? factories[k] : NULL;
+		CU_ASSERT_PTR_NOT_NULL(f);
+		if (f == NULL) {
+			fprintf(stderr,
+				"policy kind %u has no conformance "
+				"factory\n",
+				k);
+			continue;
+		}
+		CU_ASSERT_PTR_NOT_NULL(f->name);
+		CU_ASSERT_PTR_NOT_NULL(f->make);
+		CU_ASSERT_PTR_NOT_NULL(f->stats);
+	}
+}
+
+static _Alignas(max_align_t) unsigned char mem_a[CONF_STORAGE];
+static _Alignas(max_align_t) unsigned char mem_b[CONF_STORAGE];
+
+static enum rx_verdict random_verdict(struct rx_rng *h)
+{
+	/* Failures are common enough to trip, heal and trip again. */
+	static const enum rx_verdict pick[] = {
+	    RX_SUCCESS,	 RX_SUCCESS,   RX_SUCCESS,   RX_ANSWERED,
+	    RX_OVERLOAD, RX_TRANSIENT, RX_TRANSIENT, RX_TIMEOUT};
+	return pick[rx_rng_next(h) % 8];
+}
+
+struct held {
+	struct rx_ticket a, b;
+};
+
+/* Returns the number of extra (released) calls A was given. */
+static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
+{
+	void *sa, *sb;
+	memset(mem_a, 0, sizeof(mem_a));
+	memset(mem_b, 0, sizeof(mem_b));
+	const struct rx_policy_ops *ops = f->make(mem_a, seed, &sa);
+	CU_ASSERT_PTR_EQUAL_FATAL(f->make(mem_b, seed, &sb), ops);
+
+	struct rx_rng hist, rng_a, rng_b;
+	rx_rng_seed(&hist, seed);
+	rx_rng_seed(&rng_a, ~seed);
+	rx_rng_seed(&rng_b, ~seed);
+	struct held held[CONF_HELD];
+	unsigned n_held = 0, extra = 0;
+	uint64_t now = 1000 * MS;
+
+	for (unsigned step = 0; step < CONF_STEPS; step++) {
+		uint64_t r = rx_rng_next(&hist) % 100;
+		if (r < 5)
+			now += (500 + rx_rng_next(&hist) % 5000) * MS;
+		else if (r < 80)
+			now += rx_rng_next(&hist) % (50 * MS);
+		bool can_wait = rx_rng_next(&hist) % 2;
+
+		if (rx_rng_next(&hist) % 4 == 0) {
+			struct rx_rng scratch = rng_a;
+			struct rx_admit_ctx x = {now, &scratch, can_wait};
+			struct rx_ticket t;
+			struct rx_refusal why;
+			if (ops->admit(sa, &x, &t, &why) == RX_ADMIT) {
+				struct rx_observation o = {RX_REJECTED, 0, now};
+				ops->settle(sa, &t, &o);
+				extra++;
+			}
+		}
+
+		struct rx_admit_ctx ca = {now, &rng_a, can_wait};
+		struct rx_admit_ctx cb = {now, &rng_b, can_wait};
+		struct rx_ticket ta, tb;
+		struct rx_refusal wa = {0}, wb = {0};
+		enum rx_decision da = ops->admit(sa, &ca, &ta, &wa);
+		enum rx_decision db = ops->admit(sb, &cb, &tb, &wb);
+		CU_ASSERT_EQUAL_FATAL(da, db);
+		if (da != RX_ADMIT) {
+			CU_ASSERT_EQUAL_FATAL(wa.reason, wb.reason);
+			CU_ASSERT_EQUAL_FATAL(wa.retry_after_ms,
+					      wb.retry_after_ms);
+		} else if (n_held < CONF_HELD && rx_rng_next(&hist) % 4 == 0) {
+			held[n_held].a = ta;
+			held[n_held].b = tb;
+			n_held++;
+		} else {
+			struct rx_observation o = {random_verdict(&hist),
+						   rx_rng_next(&hist) % 150000,
+						   now};
+			ops->settle(sa, &ta, &o);
+			ops->settle(sb, &tb, &o);
+		}
+		if (n_held > 0 && rx_rng_next(&hist) % 3 == 0) {
+			unsigned i = (unsigned)(rx_rng_next(&hist) % n_held);
+			struct rx_observation o = {random_verdict(&hist),
+						   rx_rng_next(&hist) % 150000,
+						   now};
+			ops->settle(sa, &held[i].a, &o);
+			ops->settle(sb, &held[i].b, &o);
+			held[i] = held[--n_held];
+		}
+
+		uint64_t va[CONF_STATS_MAX], vb[CONF_STATS_MAX];
+		size_t na = f->stats(sa, now, va, CONF_STATS_MAX);
+		size_t nb = f->stats(sb, now, vb, CONF_STATS_MAX);
+		CU_ASSERT_EQUAL_FATAL(na, nb);
+		for (size_t i = 0; i < na; i++) {
+			if (va[i] != vb[i])
+				fprintf(stderr,
+					"%s seed %llu step %u stat %zu: "
+					"%llu != %llu\n",
+					f->name, (unsigned long long)seed, step,
+					i, (unsigned long long)va[i],
+					(unsigned long long)vb[i]);
+			CU_ASSERT_EQUAL_FATAL(va[i], vb[i]);
+		}
+	}
+	return extra;
+}
+
+static void test_release_leaves_no_trace(void)
+{
+	for (unsigned k = 0; k < N_FACTORIES; k++) {
+		if (factories[k] == NULL)
+			continue;
+		unsigned long extra = 0;
+		for (uint64_t seed = 1; seed <= CONF_SEEDS; seed++)
+			extra += run_history(factories[k], seed);
+		/* The histories must actually exercise releases. */
+		CU_ASSERT(extra > CONF_SEEDS * 10);
+	}
+}
+
+/* The same invariant through the gate, whose refusal path does the
+ * releasing: a breaker before a policy that refuses every other call. */
+struct flaky {
+	unsigned n;
+};
+
+static enum rx_decision flaky_admit(void *self, const struct rx_admit_ctx *ctx,
+				    struct rx_ticket *t, struct rx_refusal *why)
+{
+	struct flaky *f = self;
+	if (f->n++ % 2 == 0)
+		return RX_ADMIT;
+	why->reason = RX_REASON_RATE_LIMITED;
+	why->retry_after_ms = 0;
+	return RX_REFUSE;
+}
+
+static void flaky_settle(void *self, const struct rx_ticket *t,
+			 const struct rx_observation *obs)
+{
+}
+
+static const struct rx_policy_ops flaky_ops = {"flaky", flaky_admit,
+					       flaky_settle};
+
+static void test_gate_release_leaves_no_trace(void)
+{
+	for (uint64_t seed = 1; seed <= 50; seed++) {
+		void *sa, *sb;
+		memset(mem_a, 0, sizeof(mem_a));
+		memset(mem_b, 0, sizeof(mem_b));
+		breaker_make(mem_a, seed, &sa);
+		breaker_make(mem_b, seed, &sb);
+		struct flaky fl = {0};
+		struct rx_gate g;
+		rx_gate_init(&g);
+		rx_gate_add(&g, &rx_breaker_ops, sa);
+		rx_gate_add(&g, &flaky_ops, &fl);
+		struct rx_rng hist;
+		rx_rng_seed(&hist, seed);
+		uint64_t now = 1000 * MS;
+		for (unsigned step = 0; step < 400; step++) {
+			now += rx_rng_next(&hist) % (300 * MS);
+			struct rx_admit_ctx ctx = {now, NULL, false};
+			struct rx_gate_permit p;
+			struct rx_refusal why;
+			/* Through the gate until the flaky policy admits. */
+			enum rx_decision dg;
+			do {
+				dg = rx_gate_admit(&g, &ctx, &p, &why);
+			} while (dg == RX_REFUSE &&
+				 why.reason == RX_REASON_RATE_LIMITED);
+			struct rx_ticket t;
+			enum rx_decision db =
+			    rx_breaker_ops.admit(sb, &ctx, &t, &why);
+			CU_ASSERT_EQUAL_FATAL(dg, db);
+			if (dg == RX_ADMIT) {
+				struct rx_observation o = {
+				    random_verdict(&hist),
+				    rx_rng_next(&hist) % 150000, now};
+				rx_gate_settle(&g, &p, &o);
+				rx_breaker_ops.settle(sb, &t, &o);
+			}
+			uint64_t va[CONF_STATS_MAX], vb[CONF_STATS_MAX];
+			size_t n = breaker_stats(sa, now, va, CONF_STATS_MAX);
+			breaker_stats(sb, now, vb, CONF_STATS_MAX);
+			CU_ASSERT_EQUAL_FATAL(memcmp(va, vb, n * 8), 0);
+		}
+	}
+}
+
+int main(void)
+{
+	static const struct rx_test tests[] = {
+	    {"every policy kind has a factory", test_every_kind_has_a_factory},
+	    {"release leaves no trace", test_release_leaves_no_trace},
+	    {"gate release leaves no trace", test_gate_release_leaves_no_trace},
+	    {NULL, NULL},
+	};
+	return rx_run_suite("conformance", tests);
+}
