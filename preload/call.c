@@ -1,0 +1,1043 @@
+/*
+ * preload/call.c - the call lifecycle of the shim: start-up, admission,
+ * settlement, the key registry and every lock.
+ *
+ * What a call is (DESIGN.md section 3). A call starts at connect() on an
+ * AF_INET/AF_INET6 stream socket, or at the first write of a new request
+ * on a kept-alive connection (the first write after a response started);
+ * admission happens there, and a refusal fails the operation with
+ * -1/ECONNREFUSED before the real function runs, so nothing leaves the
+ * host and nothing is half-sent. A call ends at its first response byte
+ * (latency = time to first byte; the verdict comes from the HTTP sniffer),
+ * at an error (errno classified by rx_verdict_from_errno), at EOF before
+ * any byte (transient), or at close (abandonment: no evidence, RX_REJECTED,
+ * unless it already ran past the slow threshold, then RX_TIMEOUT). Each fd
+ * moves through the phases of enum rx_fd_phase:
+ *
+ *   connect admitted -> CONNECTING -(connected, or bytes)-> WAITING
+ *   WAITING -(first byte, final status)-> IDLE -(write: admit)-> WAITING
+ *   any -(error, EOF, 101 upgrade)-> DONE;  close -> UNTRACKED
+ *
+ * Locks. Three kinds, never nested, never held across a call into libc:
+ * the registry lock (acquire/release of a key, O(1)), one lock per guard
+ * (indexed by rx_registry_index; admit/settle, O(1)) and the fd stripe
+ * locks (entry updates). So no lock order exists to get wrong, and a
+ * thread blocked in recv holds nothing. The guard of a tracked fd stays
+ * pinned from connect to close, so the registry never evicts a key with a
+ * live connection.
+ *
+ * Re-entry and signals. rx__inside is set from the start of a tracked
+ * operation to its end (the real call included): a signal handler that
+ * calls write, connect or close on this thread while we hold a lock, or
+ * while we wait in the real send, passes straight through.
+ *
+ * Fork. A pthread_atfork prepare handler takes every lock, so the child
+ * copies consistent structures; both sides then release them. atfork does
+ * not run for vfork, posix_spawn, _Fork or a raw clone: such a child has
+ * a new pid but the parent's memory (vfork shares it outright), so any
+ * process whose pid is not the one that owns the state passes everything
+ * through and touches nothing (it usually execs at once, and an exec'd
+ * program loads a fresh shim). The pid is compared only on paths that
+ * change state - about three times per call - never on an untracked fd.
+ *
+ * Time and randomness. The monotonic clock is read at most twice per
+ * operation and handed to the core as now_ns. Randomness comes from a
+ * per-thread SplitMix64 generator seeded from pid ^ time at start-up,
+ * mixed with the thread's identity, reseeded in a forked child.
+ *
+ * Start-up. Everything that allocates (the registry, via malloc; the fd
+ * table and the guard locks, via mmap) runs once, in the constructor, or
+ * in the first connect if another library's constructor connects before
+ * ours ran. An init-once word that never blocks guards it: a call that
+ * arrives while initialisation runs - re-entered from inside it, or on
+ * another thread - passes through. Anything failing there leaves the shim
+ * passing everything through, after one line on stderr.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+extern char **environ;
+
+RX_TLS int rx__inside;
+
+enum { INIT_NONE = 0, INIT_RUNNING, INIT_READY, INIT_OFF };
+static atomic_int init_state = INIT_NONE;
+
+static struct rx_config cfg;
+static struct rx_registry *registry;
+static struct rx_lock registry_lock;
+static struct rx_lock *guard_locks; /* cfg.registry.max_keys of them */
+static pid_t owner_pid;
+static uint64_t rng_seed;
+static atomic_uint rng_epoch; /* bumped in a forked child: reseed */
+static atomic_bool warned_registry_full;
+
+static RX_TLS struct rx_rng tls_rng;
+static RX_TLS unsigned tls_rng_epoch;
+
+/* ------------------------------------------------------------------------
+ * Small helpers.
+ * ---------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)ts.tv_nsec;
+}
+
+bool rx__ready(void)
+{
+	return atomic_load_explicit(&init_state, memory_order_acquire) ==
+	       INIT_READY;
+}
+
+/* Is this process the one whose state we hold? See "Fork" above. */
+static bool owner(void)
+{
+	return getpid() == owner_pid;
+}
+
+static struct rx_rng *thread_rng(void)
+{
+	unsigned epoch = atomic_load_explicit(&rng_epoch,
+	                                      memory_order_relaxed);
+
+	if (tls_rng_epoch != epoch) {
+		/* The TLS block's address tells threads apart. */
+		rx_rng_seed(&tls_rng, rng_seed ^ ((uint64_t)(uintptr_t)&tls_rng *
+		                                  UINT64_C(0x9E3779B97F4A7C15)));
+		tls_rng_epoch = epoch;
+	}
+	return &tls_rng;
+}
+
+static struct rx_lock *guard_lock(struct rx_guard *g)
+{
+	return &guard_locks[rx_registry_index(registry, g)];
+}
+
+static const char *key_of(struct rx_guard *g)
+{
+	return rx_registry_key(registry, g);
+}
+
+/* Format "127.0.0.1:8080" or "[::1]:8080". Returns the length, 0 when the
+ * address is not one we key on. */
+static size_t format_key(const struct sockaddr *sa, socklen_t len, char *buf,
+                         size_t size)
+{
+	char ip[INET6_ADDRSTRLEN];
+	int n;
+
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		if (!inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
+			return 0;
+		n = snprintf(buf, size, "%s:%u", ip, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6 &&
+	           len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		if (!inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)))
+			return 0;
+		n = snprintf(buf, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	} else {
+		return 0;
+	}
+	return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/*
+ * Errnos that say something about this host or this program, not about
+ * the destination: a bad fd or buffer, no local port or memory left, a
+ * firewall rule on this host. They are not evidence about the upstream
+ * (the breaker must not trip on a local problem); the call is released
+ * as RX_REJECTED.
+ */
+static bool local_errno(int err)
+{
+	switch (err) {
+	case EBADF:
+	case ENOTSOCK:
+	case EFAULT:
+	case EINVAL:
+	case EAFNOSUPPORT:
+	case EPROTOTYPE:
+	case EADDRINUSE:
+	case EADDRNOTAVAIL:
+	case EISCONN:
+	case EALREADY:
+	case ENOTCONN:
+	case EPERM:
+	case EACCES:
+	case ENOBUFS:
+	case ENOMEM:
+	case EMSGSIZE:
+	case EOPNOTSUPP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Errnos that are not an outcome: the call goes on. */
+static bool pending_errno(int err)
+{
+	return err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+	       err == EINPROGRESS;
+}
+
+static enum rx_verdict verdict_of_errno(int err, enum rx_phase phase)
+{
+	if (local_errno(err))
+		return RX_REJECTED;
+	return rx_verdict_from_errno(err, phase);
+}
+
+/* Is @fd in blocking mode? Then EAGAIN means SO_RCVTIMEO/SO_SNDTIMEO ran
+ * out: a timeout. fcntl is reached through the system call because it is
+ * the follow-up's to interpose. */
+static bool blocking(int fd)
+{
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+
+	return fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+/* ------------------------------------------------------------------------
+ * Admission and settlement, with breaker transitions logged.
+ * ---------------------------------------------------------------------- */
+
+struct watch {
+	bool on;
+	struct rx_breaker_stats before, after;
+};
+
+static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
+{
+	w->on = cfg.guard.breaker_on && rx__log_enabled(RX_LOG_INFO);
+	if (w->on)
+		rx_breaker_stats(&g->breaker, now, &w->before);
+}
+
+static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
+{
+	if (w->on)
+		rx_breaker_stats(&g->breaker, now, &w->after);
+}
+
+/* Why the breaker moved from @from to @to, judged from the stats after
+ * the move (a trip does not clear the window). */
+static const char *transition_reason(const struct rx_breaker_stats *st,
+                                     enum rx_breaker_state from,
+                                     enum rx_breaker_state to)
+{
+	const struct rx_breaker_config *b = &cfg.guard.breaker;
+	uint32_t min = b->min_calls < b->window_calls ? b->min_calls
+	                                              : b->window_calls;
+	bool enough;
+
+	if (from == RX_BREAKER_OPEN && to == RX_BREAKER_HALF_OPEN)
+		return "open-elapsed";
+	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_CLOSED)
+		return "probe-succeeded";
+	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_OPEN)
+		return "probe-failed";
+	if (from != RX_BREAKER_CLOSED || to != RX_BREAKER_OPEN)
+		return "unknown";
+	/* A starved window decides on what it holds, down to 5 samples. */
+	if (st->starved && min > 5)
+		min = 5;
+	enough = st->window_count >= min;
+	if (enough && b->failure_rate < 1.0 &&
+	    st->failure_rate > b->failure_rate)
+		return "failure-rate";
+	if (enough && b->slow_call_ms > 0 && b->slow_call_rate < 1.0 &&
+	    st->slow_call_rate > b->slow_call_rate)
+		return "slow-call-rate";
+	if (b->consecutive_backstop > 0 &&
+	    st->consecutive_failures >= b->consecutive_backstop)
+		return "consecutive-failures";
+	return "unknown";
+}
+
+/* Log a transition seen by @w. Called with no lock held. */
+static void watch_log(const struct watch *w, struct rx_guard *g)
+{
+	char fr[8], sr[8];
+
+	if (!w->on || w->before.transitions == w->after.transitions)
+		return;
+	rx__log(RX_LOG_INFO,
+	        "key=%s event=breaker-transition from=%s to=%s reason=%s "
+	        "failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
+	        key_of(g), rx_breaker_state_name(w->before.state),
+	        rx_breaker_state_name(w->after.state),
+	        transition_reason(&w->after, w->before.state, w->after.state),
+	        rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
+	        rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
+	        w->after.window_count, w->after.consecutive_failures);
+}
+
+/* Ask @g whether a call may start. Returns true with @permit filled. */
+static bool admit(struct rx_guard *g, uint64_t now,
+                  struct rx_gate_permit *permit, const char *where)
+{
+	struct rx_admit_ctx ctx = {.now_ns = now, .rng = thread_rng(),
+	                           .can_wait = false};
+	struct rx_refusal why = {RX_REASON_NONE, 0};
+	struct rx_lock *l = guard_lock(g);
+	enum rx_decision d;
+	struct watch w;
+
+	rx__lock(l);
+	watch_begin(&w, g, now);
+	d = rx_guard_admit(g, &ctx, permit, &why);
+	watch_end(&w, g, now);
+	rx__unlock(l);
+	watch_log(&w, g);
+	if (d == RX_ADMIT)
+		return true;
+	/* RX_QUEUE cannot happen with can_wait false; if a policy ever
+	 * returned it anyway, a caller that cannot wait treats it as a
+	 * refusal (policy.h). */
+	rx__log(RX_LOG_DEBUG,
+	        "key=%s event=refused reason=%s retry_after_ms=%llu at=%s",
+	        key_of(g), rx_reason_name(why.reason),
+	        (unsigned long long)why.retry_after_ms, where);
+	return false;
+}
+
+static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+                   enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+                   uint64_t now, const char *at)
+{
+	struct rx_observation obs;
+	struct rx_lock *l = guard_lock(g);
+	struct watch w;
+
+	obs.verdict = v;
+	obs.latency_us = end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US
+	                                   : 0;
+	obs.now_ns = now;
+	rx__lock(l);
+	watch_begin(&w, g, now);
+	rx_guard_settle(g, permit, &obs);
+	watch_end(&w, g, now);
+	rx__unlock(l);
+	rx__log(RX_LOG_DEBUG, "key=%s event=settle verdict=%s latency_us=%llu "
+	        "at=%s", key_of(g), rx_verdict_name(v),
+	        (unsigned long long)obs.latency_us, at);
+	watch_log(&w, g);
+}
+
+static struct rx_guard *acquire(const char *key, size_t len, uint64_t now)
+{
+	struct rx_guard *g;
+
+	rx__lock(&registry_lock);
+	g = rx_registry_acquire(registry, key, len, now);
+	rx__unlock(&registry_lock);
+	if (!g && !atomic_exchange(&warned_registry_full, true))
+		rx__log(RX_LOG_WARN,
+		        "key=%s event=registry-full max_keys=%u "
+		        "msg=\"calls to new keys pass through unguarded\"",
+		        key, cfg.registry.max_keys);
+	return g;
+}
+
+static void release(struct rx_guard *g)
+{
+	rx__lock(&registry_lock);
+	rx_registry_release(registry, g);
+	rx__unlock(&registry_lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Ending a call on an fd.
+ * ---------------------------------------------------------------------- */
+
+/* What a finished call needs once the entry lock is dropped. */
+struct ending {
+	struct rx_guard *guard;
+	struct rx_gate_permit permit;
+	uint64_t start_ns, end_ns;
+};
+
+/* Take the current call off @e (stripe lock held) and move to @phase. */
+static void end_call_locked(struct rx_fd *e, enum rx_fd_phase phase,
+                            uint64_t end_ns, struct ending *out)
+{
+	out->guard = e->guard;
+	out->permit = e->permit;
+	out->start_ns = e->start_ns;
+	out->end_ns = end_ns;
+	atomic_store_explicit(&e->phase, phase, memory_order_release);
+}
+
+/* Is @op still about the call it began on? (stripe lock held) */
+static bool same_call(const struct rx_op *op)
+{
+	enum rx_fd_phase ph = rx__fd_phase(op->e);
+
+	return atomic_load_explicit(&op->e->epoch, memory_order_relaxed) ==
+	               op->epoch &&
+	       (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING);
+}
+
+/* Settle @op's call with @v after an error or EOF, and retire the fd. */
+static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
+{
+	struct rx_lock *l;
+	struct ending end;
+	uint64_t now;
+
+	if (!owner())
+		return;
+	now = now_ns();
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (!same_call(op)) {
+		rx__unlock(l);
+		return;
+	}
+	end_call_locked(op->e, RX_FD_DONE, now, &end);
+	rx__unlock(l);
+	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now, at);
+}
+
+/* Settle with an errno seen on @op. */
+static void fail_errno(struct rx_op *op, int err)
+{
+	enum rx_phase phase = op->phase == RX_FD_CONNECTING ? RX_PHASE_CONNECT
+	                                                    : RX_PHASE_IO;
+
+	fail_call(op, verdict_of_errno(err, phase),
+	          phase == RX_PHASE_CONNECT ? "connect-error" : "io-error");
+}
+
+/* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */
+static void maybe_timeout(struct rx_op *op)
+{
+	if (!op->dontwait && blocking(op->fd))
+		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_IO),
+		          "socket-timeout");
+}
+
+/* Move a pending connect to WAITING (it connected). */
+static void connected(struct rx_op *op)
+{
+	struct rx_lock *l;
+
+	if (!owner())
+		return;
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING)
+		atomic_store_explicit(&op->e->phase, RX_FD_WAITING,
+		                      memory_order_release);
+	rx__unlock(l);
+}
+
+/*
+ * Drop @e's state (caller holds rx__inside): settle an outstanding call as
+ * abandoned and release the key. No lock is held on entry or exit.
+ */
+static void forget(int fd, struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(fd);
+	enum rx_fd_phase ph;
+	struct ending end;
+	uint64_t now = 0;
+
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (ph == RX_FD_UNTRACKED) {
+		rx__unlock(l);
+		return;
+	}
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
+		now = now_ns();
+	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
+	e->guard = NULL;
+	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
+	rx__unlock(l);
+
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
+		/* Abandonment is not evidence (ADR-007), unless the call had
+		 * already run past the slow threshold: then it timed out. */
+		uint64_t slow_ns = cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
+		bool late = slow_ns > 0 && now - end.start_ns >= slow_ns;
+
+		settle(end.guard, &end.permit, late ? RX_TIMEOUT : RX_REJECTED,
+		       end.start_ns, now, now, "close");
+	}
+	release(end.guard);
+}
+
+void rx__fd_forget(int fd)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+	int saved = errno;
+
+	if (!e || rx__fd_phase(e) == RX_FD_UNTRACKED || rx__inside)
+		return;
+	if (!owner())
+		return;
+	rx__inside = 1;
+	forget(fd, e);
+	rx__inside = 0;
+	errno = saved;
+}
+
+/* ------------------------------------------------------------------------
+ * connect and getsockopt(SO_ERROR).
+ * ---------------------------------------------------------------------- */
+
+enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
+                                      const struct sockaddr *sa,
+                                      socklen_t len)
+{
+	struct rx_gate_permit permit;
+	char key[RX_KEY_MAX + 1];
+	struct rx_guard *g;
+	struct rx_fd *e;
+	struct rx_lock *l;
+	size_t klen;
+	int saved = errno;
+	int type = 0;
+	socklen_t tlen = sizeof(type);
+	uint64_t now;
+
+	memset(op, 0, sizeof(*op));
+	op->fd = fd;
+	if (rx__inside)
+		return RX_OP_PASS;
+	rx__inside = 1;
+	if (!rx__ready() && !rx__init())
+		goto pass;
+	e = rx__fd_get(fd);
+	if (!e || !owner())
+		goto pass;
+	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;
+	if (klen == 0) {
+		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
+		 * dissolves a TCP association): whatever we knew is over. */
+		forget(fd, e);
+		goto pass;
+	}
+	if (rx__fd_phase(e) == RX_FD_CONNECTING) {
+		/* connect() again while a non-blocking connect is pending:
+		 * the same call, polled. Another destination means the state
+		 * is stale (the fd was closed behind our back). */
+		bool again;
+
+		l = rx__fd_lock(fd);
+		rx__lock(l);
+		again = rx__fd_phase(e) == RX_FD_CONNECTING &&
+		        strcmp(key_of(e->guard), key) == 0;
+		op->epoch = atomic_load_explicit(&e->epoch,
+		                                 memory_order_relaxed);
+		rx__unlock(l);
+		if (again) {
+			op->e = e;
+			op->again = true;
+			op->phase = RX_FD_CONNECTING;
+			errno = saved;
+			return RX_OP_TRACK;
+		}
+	}
+	/* Anything else we hold for this fd is stale, or a reconnect after
+	 * a failed connect: start afresh. */
+	forget(fd, e);
+	if (rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
+	    type != SOCK_STREAM)
+		goto pass;
+
+	now = now_ns();
+	g = acquire(key, klen, now);
+	if (!g)
+		goto pass;
+	if (!admit(g, now, &permit, "connect")) {
+		release(g);
+		rx__inside = 0;
+		return RX_OP_REFUSE;
+	}
+	l = rx__fd_lock(fd);
+	rx__lock(l);
+	e->guard = g;
+	e->permit = permit;
+	e->start_ns = now;
+	e->first_byte_ns = 0;
+	rx__sniff_reset(&e->sniff);
+	op->epoch = atomic_fetch_add_explicit(&e->epoch, 1,
+	                                      memory_order_relaxed) + 1;
+	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
+	                      memory_order_release);
+	rx__unlock(l);
+	op->e = e;
+	op->phase = RX_FD_CONNECTING;
+	errno = saved;
+	return RX_OP_TRACK;
+pass:
+	rx__inside = 0;
+	errno = saved;
+	return RX_OP_PASS;
+}
+
+void rx__connect_end(struct rx_op *op, int rc)
+{
+	int err = errno;
+
+	if (rc == 0 || (op->again && err == EISCONN))
+		connected(op);
+	else if (!pending_errno(err) && err != EALREADY)
+		/* A synchronous failure (ECONNREFUSED on a blocking socket,
+		 * ENETUNREACH...) settles at once. */
+		fail_errno(op, err);
+	rx__inside = 0;
+	errno = err;
+}
+
+void rx__getsockopt_so_error(int fd, int rc, int value)
+{
+	struct rx_op op;
+	struct rx_fd *e = rx__fd_get(fd);
+	enum rx_fd_phase ph;
+	int saved = errno;
+
+	if (!e || rc != 0 || value == 0 || rx__inside)
+		return;
+	ph = rx__fd_phase(e);
+	if (ph != RX_FD_CONNECTING && ph != RX_FD_WAITING)
+		return;
+	memset(&op, 0, sizeof(op));
+	op.fd = fd;
+	op.e = e;
+	op.phase = (uint8_t)ph;
+	op.epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	rx__inside = 1;
+	if (!pending_errno(value))
+		fail_errno(&op, value);
+	rx__inside = 0;
+	errno = saved;
+}
+
+/* ------------------------------------------------------------------------
+ * Receiving: the first response byte ends the call.
+ * ---------------------------------------------------------------------- */
+
+enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
+                                   size_t len)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+	enum rx_fd_phase ph;
+
+	if (!e)
+		return RX_OP_PASS;
+	ph = rx__fd_phase(e);
+	/* Only a call waiting for its first byte cares about a read: body
+	 * bytes of an answered call pass untouched. */
+	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__inside)
+		return RX_OP_PASS;
+	rx__inside = 1;
+	op->fd = fd;
+	op->e = e;
+	op->len = len;
+	op->phase = (uint8_t)ph;
+	op->again = false;
+	op->peek = (flags & MSG_PEEK) != 0;
+	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	return RX_OP_TRACK;
+}
+
+/* Feed the received bytes to the sniffer; settle when it decides. */
+static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
+                     int iovcnt)
+{
+	enum rx_sniff_result r = RX_SNIFF_MORE;
+	struct rx_fd *e = op->e;
+	enum rx_fd_phase next;
+	enum rx_verdict v;
+	struct ending end;
+	struct rx_lock *l;
+	size_t left = (size_t)n;
+	int status = 0, i;
+	uint64_t now;
+
+	if (!owner())
+		return;
+	now = now_ns();
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (!same_call(op)) {
+		rx__unlock(l);
+		return;
+	}
+	for (i = 0; i < iovcnt && left > 0 && r == RX_SNIFF_MORE; i++) {
+		size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
+		uint8_t lines = e->sniff.lines;
+
+		r = rx__sniff_feed(&e->sniff, iov[i].iov_base, take, &status);
+		/* Time to first byte of the response that answers: a final
+		 * status line that began in this read resets it, so an
+		 * interim 100 Continue does not count as the answer. */
+		if (e->first_byte_ns == 0 || e->sniff.lines != lines)
+			e->first_byte_ns = now;
+		left -= take;
+	}
+	switch (r) {
+	case RX_SNIFF_MORE:
+		/* Bytes arrived, so a pending connect did connect. */
+		if (rx__fd_phase(e) == RX_FD_CONNECTING)
+			atomic_store_explicit(&e->phase, RX_FD_WAITING,
+			                      memory_order_release);
+		rx__unlock(l);
+		return;
+	case RX_SNIFF_FINAL:
+		v = rx_verdict_from_http(status);
+		next = RX_FD_IDLE;
+		break;
+	case RX_SNIFF_UPGRADE:
+		/* The connection stops being HTTP: stop tracking it. */
+		v = RX_SUCCESS;
+		next = RX_FD_DONE;
+		break;
+	case RX_SNIFF_MALFORMED:
+		v = RX_TRANSIENT;
+		next = RX_FD_IDLE;
+		break;
+	case RX_SNIFF_OTHER:
+	default:
+		v = RX_SUCCESS;
+		next = RX_FD_IDLE;
+		break;
+	}
+	end_call_locked(e, next, e->first_byte_ns, &end);
+	rx__unlock(l);
+	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
+	       "first-byte");
+}
+
+void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
+                  int iovcnt)
+{
+	int err = errno;
+
+	if (n > 0) {
+		/* Peeked bytes will be read again: sniff them then. */
+		if (!op->peek)
+			on_bytes(op, n, iov, iovcnt);
+	} else if (n == 0) {
+		if (op->len > 0)
+			fail_call(op, RX_TRANSIENT, "eof");
+	} else if (err == EAGAIN || err == EWOULDBLOCK) {
+		maybe_timeout(op);
+	} else if (!pending_errno(err)) {
+		fail_errno(op, err);
+	}
+	rx__inside = 0;
+	errno = err;
+}
+
+/* ------------------------------------------------------------------------
+ * Sending: the first write after a response started begins a new call.
+ * ---------------------------------------------------------------------- */
+
+enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
+                                    size_t len)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+	struct rx_gate_permit permit;
+	struct rx_guard *g = NULL;
+	enum rx_fd_phase ph;
+	struct rx_lock *l;
+	uint32_t epoch = 0;
+	int saved;
+	uint64_t now;
+
+	if (!e)
+		return RX_OP_PASS;
+	ph = rx__fd_phase(e);
+	if (ph == RX_FD_UNTRACKED || ph == RX_FD_DONE || rx__inside)
+		return RX_OP_PASS;
+	rx__inside = 1;
+	saved = errno;
+	op->fd = fd;
+	op->e = e;
+	op->len = len;
+	op->again = false;
+	op->peek = false;
+	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	if (ph == RX_FD_IDLE && len > 0) {
+		if (!owner())
+			goto pass;
+		l = rx__fd_lock(fd);
+		rx__lock(l);
+		if (rx__fd_phase(e) == RX_FD_IDLE)
+			g = e->guard;
+		epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+		rx__unlock(l);
+		if (g) {
+			now = now_ns();
+			if (!admit(g, now, &permit, "write")) {
+				rx__inside = 0;
+				return RX_OP_REFUSE;
+			}
+			rx__lock(l);
+			if (rx__fd_phase(e) == RX_FD_IDLE &&
+			    atomic_load_explicit(&e->epoch,
+			                         memory_order_relaxed) == epoch) {
+				e->permit = permit;
+				e->start_ns = now;
+				e->first_byte_ns = 0;
+				rx__sniff_reset(&e->sniff);
+				atomic_fetch_add_explicit(&e->epoch, 1,
+				                          memory_order_relaxed);
+				atomic_store_explicit(&e->phase, RX_FD_WAITING,
+				                      memory_order_release);
+				g = NULL;
+			}
+			rx__unlock(l);
+			if (g) /* Another thread moved first: not ours. */
+				settle(g, &permit, RX_REJECTED, now, now, now,
+				       "race");
+		}
+		ph = rx__fd_phase(e);
+	}
+	if (ph != RX_FD_CONNECTING && ph != RX_FD_WAITING)
+		goto pass;
+	op->phase = (uint8_t)ph;
+	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	errno = saved;
+	return RX_OP_TRACK;
+pass:
+	rx__inside = 0;
+	errno = saved;
+	return RX_OP_PASS;
+}
+
+void rx__write_end(struct rx_op *op, ssize_t n)
+{
+	int err = errno;
+
+	if (n > 0) {
+		if (op->phase == RX_FD_CONNECTING)
+			connected(op);
+	} else if (n < 0) {
+		if (err == EAGAIN || err == EWOULDBLOCK)
+			maybe_timeout(op);
+		else if (!pending_errno(err))
+			fail_errno(op, err);
+	}
+	rx__inside = 0;
+	errno = err;
+}
+
+/* ------------------------------------------------------------------------
+ * Start-up and fork.
+ * ---------------------------------------------------------------------- */
+
+static void lock_all(void)
+{
+	uint32_t i;
+
+	rx__fdtable_lock_all();
+	for (i = 0; i < cfg.registry.max_keys; i++)
+		rx__lock(&guard_locks[i]);
+	rx__lock(&registry_lock);
+}
+
+static void unlock_all(void)
+{
+	uint32_t i;
+
+	rx__unlock(&registry_lock);
+	for (i = 0; i < cfg.registry.max_keys; i++)
+		rx__unlock(&guard_locks[i]);
+	rx__fdtable_unlock_all();
+}
+
+/* Set when the prepare handler took the locks (it does not when fork
+ * was called from a signal handler that interrupted the shim). */
+static bool fork_locked;
+
+static void before_fork(void)
+{
+	fork_locked = false;
+	if (!rx__ready() || rx__inside || !owner())
+		return;
+	lock_all();
+	fork_locked = true;
+}
+
+static void after_fork_parent(void)
+{
+	if (fork_locked)
+		unlock_all();
+	fork_locked = false;
+}
+
+static void after_fork_child(void)
+{
+	uint32_t i;
+
+	if (!rx__ready())
+		return;
+	/* Held or not, every lock is free in the child: a lock held by a
+	 * thread that did not come along would never be released. */
+	rx__lock_reset(&registry_lock);
+	for (i = 0; i < cfg.registry.max_keys; i++)
+		rx__lock_reset(&guard_locks[i]);
+	rx__fdtable_reset_locks();
+	fork_locked = false;
+	owner_pid = getpid();
+	rng_seed ^= (uint64_t)owner_pid << 32;
+	atomic_fetch_add(&rng_epoch, 1);
+	rx__inside = 0;
+}
+
+/* Print a configuration finding: the first error with its consequence,
+ * warnings and notices at level warn. */
+struct report_state {
+	bool printed_error;
+	enum rx_log_level level;
+};
+
+static void report(void *arg, enum rx_config_diag kind, const char *name,
+                   const char *msg)
+{
+	struct report_state *rs = arg;
+	char line[480];
+
+	(void)name;
+	if (kind == RX_CONFIG_ERROR) {
+		if (rs->printed_error)
+			return;
+		rs->printed_error = true;
+		snprintf(line, sizeof(line),
+		         "%s; resilix is disabled, all calls pass through", msg);
+		rx__log_plain(line);
+		return;
+	}
+	if (rs->level >= RX_LOG_WARN)
+		rx__log_plain(msg);
+}
+
+static void start_failed(const char *what, int code)
+{
+	char line[256];
+
+	snprintf(line, sizeof(line),
+	         "%s (%s); resilix is disabled, all calls pass through", what,
+	         rx_strerror(code));
+	rx__log_plain(line);
+}
+
+static int init_once(void)
+{
+	struct report_state rs = {false, RX_LOG_WARN};
+	const struct rx_breaker_config *b;
+	char fr[8], sr[8];
+	size_t bytes;
+	void *p;
+	int rc;
+
+	rx__symbols_resolve();
+	if (rx_config_parse(&cfg, environ, NULL, NULL) != 0) {
+		rx_config_parse(&cfg, environ, report, &rs);
+		return INIT_OFF;
+	}
+	if (cfg.disable)
+		return INIT_OFF;
+	rs.level = cfg.log_level;
+	rx_config_parse(&cfg, environ, report, &rs);
+	rx__log_setup(cfg.log_level, cfg.log_file);
+
+	if (rx__fdtable_init() != 0) {
+		start_failed("cannot map the fd table", RX_ENOMEM);
+		return INIT_OFF;
+	}
+	bytes = (size_t)cfg.registry.max_keys * sizeof(struct rx_lock);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		start_failed("cannot map the key locks", RX_ENOMEM);
+		return INIT_OFF;
+	}
+	guard_locks = p;
+	rc = rx_registry_create(&registry, &cfg.registry, &cfg.guard);
+	if (rc != RX_OK) {
+		start_failed("cannot create the key registry", rc);
+		return INIT_OFF;
+	}
+	owner_pid = getpid();
+	rng_seed = ((uint64_t)owner_pid << 32) ^ now_ns() ^
+	           (uint64_t)time(NULL);
+	atomic_store(&rng_epoch, 1);
+	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) !=
+	    0) {
+		start_failed("cannot register fork handlers", RX_ENOMEM);
+		return INIT_OFF;
+	}
+	b = &cfg.guard.breaker;
+	rx__log(RX_LOG_INFO,
+	        "event=start failure_rate=%s slow_call_rate=%s "
+	        "slow_call_ms=%llu consecutive_backstop=%u min_calls=%u "
+	        "window_calls=%u window_max_age_ms=%llu open_ms=%llu "
+	        "half_open_probes=%u max_keys=%u key_ttl_ms=%llu fds=%u",
+	        rx__fmt_rate(fr, sizeof(fr), b->failure_rate),
+	        rx__fmt_rate(sr, sizeof(sr), b->slow_call_rate),
+	        (unsigned long long)b->slow_call_ms, b->consecutive_backstop,
+	        b->min_calls, b->window_calls,
+	        (unsigned long long)b->window_max_age_ms,
+	        (unsigned long long)b->open_ms, b->half_open_probes,
+	        cfg.registry.max_keys,
+	        (unsigned long long)cfg.registry.key_ttl_ms,
+	        (unsigned)atomic_load(&rx__fd_capacity));
+	return INIT_READY;
+}
+
+bool rx__init(void)
+{
+	int expected = INIT_NONE;
+	int inside = rx__inside;
+	int saved = errno;
+	int result;
+
+	if (!atomic_compare_exchange_strong(&init_state, &expected,
+	                                    INIT_RUNNING))
+		return expected == INIT_READY;
+	/* Calls re-entered from inside start-up (getenv, malloc, open)
+	 * pass through. */
+	rx__inside = 1;
+	result = init_once();
+	atomic_store_explicit(&init_state, result, memory_order_release);
+	rx__inside = inside;
+	errno = saved;
+	return result == INIT_READY;
+}
+
+__attribute__((constructor)) static void rx_shim_constructor(void)
+{
+	(void)rx__init();
+}

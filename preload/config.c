@@ -1,0 +1,435 @@
+/*
+ * preload/config.c - parse the RESILIX_* environment (see shim_config.h).
+ *
+ * Design. One table lists every variable this version understands, with
+ * its syntax, its accepted range in words (the text the error message
+ * quotes) and the field it sets. The parser walks the environment array
+ * once, in order: a RESILIX_* name found in the table is parsed and
+ * range-checked; one found in the list of names the design reserves for
+ * later policies is reported as not supported yet; any other RESILIX_*
+ * name is reported as unknown. Checks that combine variables (min calls
+ * against the window size) and the core's own rx_guard_config_check run
+ * last, so a value is never accepted here that the core would refuse.
+ *
+ * Nothing here touches global state, the clock, the log or the heap: the
+ * caller decides what a finding means (the shim prints one line and passes
+ * everything through; a checker may print them all). Numbers are parsed by
+ * hand instead of strtoull/strtod: both skip leading spaces and accept a
+ * sign (strtoull("-1") wraps to 2^64-1), and strtod reads the decimal
+ * separator of the current locale and accepts "nan", "inf" and hex floats.
+ * The hand parser accepts exactly [0-9]+ for integers and
+ * [0-9]+(.[0-9]+)? or .[0-9]+ for rates, and nothing else.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "resilix/error.h"
+#include "shim_config.h"
+
+/* The syntax of a variable's value. */
+enum kind {
+	K_UINT,  /* decimal integer within [min, max] */
+	K_RATE,  /* decimal number within [0, 1] */
+	K_LEVEL, /* off | error | warn | info | debug */
+	K_BOOL,  /* 0 | 1 */
+	K_PATH   /* any non-empty string */
+};
+
+/* Which field a variable sets. */
+enum field {
+	F_SLOW_CALL_MS,
+	F_SLOW_CALL_RATE,
+	F_FAILURE_RATE,
+	F_CONSECUTIVE_BACKSTOP,
+	F_MIN_CALLS,
+	F_WINDOW_CALLS,
+	F_WINDOW_MAX_AGE_MS,
+	F_OPEN_MS,
+	F_HALF_OPEN_PROBES,
+	F_MAX_KEYS,
+	F_KEY_TTL_MS,
+	F_LOG,
+	F_LOG_FILE,
+	F_DISABLE,
+	F_COUNT
+};
+
+struct var {
+	const char *name;
+	enum field field;
+	enum kind kind;
+	uint64_t min, max; /* K_UINT only */
+	const char *accepted;
+};
+
+/*
+ * Ranges follow the fields of struct rx_breaker_config and struct
+ * rx_registry_config; docs/config.md gives each default its provenance.
+ * The slow threshold tops out at one hour: past that a call is not slow,
+ * it is a stream.
+ */
+static const struct var vars[] = {
+	{"RESILIX_SLOW_CALL_MS", F_SLOW_CALL_MS, K_UINT, 1, 3600000,
+	 "integer milliseconds 1..3600000; unset = slow-call condition off"},
+	{"RESILIX_SLOW_CALL_RATE", F_SLOW_CALL_RATE, K_RATE, 0, 0,
+	 "a decimal number 0..1"},
+	{"RESILIX_FAILURE_RATE", F_FAILURE_RATE, K_RATE, 0, 0,
+	 "a decimal number 0..1"},
+	{"RESILIX_CONSECUTIVE_BACKSTOP", F_CONSECUTIVE_BACKSTOP, K_UINT, 0,
+	 1000000, "integer 0..1000000, 0 = off"},
+	{"RESILIX_MIN_CALLS", F_MIN_CALLS, K_UINT, 1, 100000,
+	 "integer 1..100000; above RESILIX_WINDOW_CALLS counts as it"},
+	{"RESILIX_WINDOW_CALLS", F_WINDOW_CALLS, K_UINT, 1, 100000,
+	 "integer 1..100000"},
+	{"RESILIX_WINDOW_MAX_AGE_MS", F_WINDOW_MAX_AGE_MS, K_UINT, 0, 86400000,
+	 "integer milliseconds 0..86400000, 0 = no age bound"},
+	{"RESILIX_OPEN_MS", F_OPEN_MS, K_UINT, 1, 86400000,
+	 "integer milliseconds 1..86400000"},
+	{"RESILIX_HALF_OPEN_PROBES", F_HALF_OPEN_PROBES, K_UINT, 1, 1000,
+	 "integer 1..1000"},
+	{"RESILIX_MAX_KEYS", F_MAX_KEYS, K_UINT, 1, 1000000,
+	 "integer 1..1000000"},
+	{"RESILIX_KEY_TTL_MS", F_KEY_TTL_MS, K_UINT, 0, 2592000000u,
+	 "integer milliseconds 0..2592000000, 0 = keys never expire"},
+	{"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0,
+	 "off, error, warn, info or debug"},
+	{"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
+	{"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
+};
+
+#define NVARS (sizeof(vars) / sizeof(vars[0]))
+
+/*
+ * Names DESIGN.md reserves for policies and features this version does
+ * not implement yet. Setting one is not a typo, but it does nothing, and
+ * the user should hear so.
+ */
+static const char *const reserved[] = {
+	"RESILIX_LIMITER",     "RESILIX_LIMIT_MIN",    "RESILIX_LIMIT_MAX",
+	"RESILIX_QUEUE_TIMEOUT_MS", "RESILIX_BULKHEAD", "RESILIX_RATE",
+	"RESILIX_THROTTLE_K",  "RESILIX_TIMEOUT_MS",   "RESILIX_INCLUDE",
+	"RESILIX_EXCLUDE",     "RESILIX_KEY",          "RESILIX_CURL_KEY",
+	"RESILIX_METRICS_FILE", "RESILIX_STATE_FILE",
+};
+
+/*
+ * Names that belong to the build and test tooling (exported by `make
+ * check` to every test program) and to resilix-run itself, not to the
+ * shim: silently ignored, so a test's stderr is not polluted by warnings.
+ */
+static const char *const tooling[] = {
+	"RESILIX_SO",        "RESILIX_BUILDDIR",          "RESILIX_SRCDIR",
+	"RESILIX_SANITIZERS", "RESILIX_SANITIZE_RUNTIME",
+};
+
+static const char *const level_names[] = {"off", "error", "warn", "info",
+                                          "debug"};
+
+const char *rx_log_level_name(enum rx_log_level level)
+{
+	if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
+		return "unknown";
+	return level_names[level];
+}
+
+void rx_config_default(struct rx_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->disable = false;
+	cfg->log_level = RX_LOG_WARN;
+	cfg->log_file = NULL;
+	rx_guard_config_default(&cfg->guard);
+	rx_registry_config_default(&cfg->registry);
+}
+
+/* Parse [0-9]+ into *out; false on anything else or overflow. */
+static bool parse_uint(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (*s < '0' || *s > '9')
+			return false;
+		d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+/*
+ * Parse a plain decimal within [0, 1] into *out, as an integer fraction
+ * over a power of ten. Fraction digits past the 18th are checked for
+ * syntax but not used: they cannot change the nearest double of any rate
+ * a human types.
+ */
+static bool parse_rate(const char *s, double *out)
+{
+	uint64_t ipart = 0, frac = 0, scale = 1;
+	bool digits = false, nonzero = false;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		digits = true;
+		if (ipart > 1)
+			return false; /* already out of range; stop early */
+		ipart = ipart * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s == '.') {
+		bool fdigits = false;
+
+		for (s++; *s >= '0' && *s <= '9'; s++) {
+			fdigits = true;
+			nonzero |= *s != '0';
+			/* Digits past the 18th cannot change a double. */
+			if (scale < UINT64_C(1000000000000000000)) {
+				frac = frac * 10 + (uint64_t)(*s - '0');
+				scale *= 10;
+			}
+		}
+		if (!fdigits)
+			return false; /* "1." is a typo, not a number */
+		digits = true;
+	}
+	if (!digits || *s != '\0')
+		return false;
+	if (ipart > 1 || (ipart == 1 && nonzero))
+		return false;
+	*out = (double)ipart + (double)frac / (double)scale;
+	return true;
+}
+
+/* Copy a value for quoting: at most 64 bytes, control bytes and quotes
+ * shown as '?', so a message is always one printable line. */
+static void quote(char *dst, size_t size, const char *v)
+{
+	size_t i = 0;
+
+	for (; *v && i + 4 < size && i < 64; v++) {
+		unsigned char c = (unsigned char)*v;
+
+		dst[i++] = (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char)c;
+	}
+	if (*v && i + 4 <= size) {
+		memcpy(dst + i, "...", 3);
+		i += 3;
+	}
+	dst[i] = '\0';
+}
+
+static void report_invalid(rx_config_report_fn report, void *arg,
+                           const struct var *var, const char *value)
+{
+	char q[80], msg[320];
+
+	if (!report)
+		return;
+	quote(q, sizeof(q), value);
+	snprintf(msg, sizeof(msg), "%s=\"%s\" is not valid (accepted: %s)",
+	         var->name, q, var->accepted);
+	report(arg, RX_CONFIG_ERROR, var->name, msg);
+}
+
+static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
+{
+	struct rx_breaker_config *b = &cfg->guard.breaker;
+
+	switch (f) {
+	case F_SLOW_CALL_MS:
+		b->slow_call_ms = v;
+		break;
+	case F_CONSECUTIVE_BACKSTOP:
+		b->consecutive_backstop = (uint32_t)v;
+		break;
+	case F_MIN_CALLS:
+		b->min_calls = (uint32_t)v;
+		break;
+	case F_WINDOW_CALLS:
+		b->window_calls = (uint32_t)v;
+		break;
+	case F_WINDOW_MAX_AGE_MS:
+		b->window_max_age_ms = v;
+		break;
+	case F_OPEN_MS:
+		b->open_ms = v;
+		break;
+	case F_HALF_OPEN_PROBES:
+		b->half_open_probes = (uint32_t)v;
+		break;
+	case F_MAX_KEYS:
+		cfg->registry.max_keys = (uint32_t)v;
+		break;
+	case F_KEY_TTL_MS:
+		cfg->registry.key_ttl_ms = v;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Parse one known variable. Returns false (after reporting) when invalid. */
+static bool parse_var(struct rx_config *cfg, const struct var *var,
+                      const char *value, rx_config_report_fn report,
+                      void *arg)
+{
+	uint64_t u;
+	double r;
+	size_t i;
+
+	switch (var->kind) {
+	case K_UINT:
+		if (!parse_uint(value, &u) || u < var->min || u > var->max)
+			break;
+		set_uint(cfg, var->field, u);
+		return true;
+	case K_RATE:
+		if (!parse_rate(value, &r))
+			break;
+		if (var->field == F_FAILURE_RATE)
+			cfg->guard.breaker.failure_rate = r;
+		else
+			cfg->guard.breaker.slow_call_rate = r;
+		if (r == 1.0 && report) {
+			char msg[320];
+
+			/* Some users expect 1 to mean "trip at 100 %"; the
+			 * condition is "strictly above", so say what 1
+			 * really does (DESIGN.md, Configuration). */
+			snprintf(msg, sizeof(msg),
+			         "%s=1 disables the %s condition (the breaker "
+			         "trips when the rate is strictly above the "
+			         "threshold, and a rate cannot exceed 1)",
+			         var->name,
+			         var->field == F_FAILURE_RATE ? "failure-rate"
+			                                      : "slow-call-rate");
+			report(arg, RX_CONFIG_NOTICE, var->name, msg);
+		}
+		return true;
+	case K_LEVEL:
+		for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]);
+		     i++) {
+			if (strcmp(value, level_names[i]) == 0) {
+				cfg->log_level = (enum rx_log_level)i;
+				return true;
+			}
+		}
+		break;
+	case K_BOOL:
+		if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
+			cfg->disable = value[0] == '1';
+			return true;
+		}
+		break;
+	case K_PATH:
+		if (value[0] != '\0') {
+			cfg->log_file = value;
+			return true;
+		}
+		break;
+	}
+	report_invalid(report, arg, var, value);
+	return false;
+}
+
+/* Does "NAME=value" start with exactly @name followed by '='? */
+static const char *match(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(entry, name, n) == 0 && entry[n] == '=')
+		return entry + n + 1;
+	return NULL;
+}
+
+static bool in_list(const char *entry, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (match(entry, list[i]))
+			return true;
+	return false;
+}
+
+/* Report a RESILIX_* name that is not a variable of this version. */
+static void report_stray(const char *entry, rx_config_report_fn report,
+                         void *arg)
+{
+	char name[96], msg[320];
+	size_t n = strcspn(entry, "=");
+
+	if (!report)
+		return;
+	quote(name, sizeof(name), entry);
+	if (n < strlen(name))
+		name[n] = '\0';
+	if (in_list(entry, reserved, sizeof(reserved) / sizeof(reserved[0])))
+		snprintf(msg, sizeof(msg),
+		         "%s is not supported by this version of resilix; "
+		         "ignored", name);
+	else
+		snprintf(msg, sizeof(msg),
+		         "%s is not a resilix variable; ignored (a typo?)",
+		         name);
+	report(arg, RX_CONFIG_WARNING, name, msg);
+}
+
+int rx_config_parse(struct rx_config *cfg, char *const *envp,
+                    rx_config_report_fn report, void *arg)
+{
+	bool seen[F_COUNT] = {false};
+	const char *why = NULL;
+	int errors = 0;
+	size_t i, k;
+
+	rx_config_default(cfg);
+	for (i = 0; envp && envp[i]; i++) {
+		const char *entry = envp[i];
+		const char *value = NULL;
+		const struct var *var = NULL;
+
+		if (strncmp(entry, "RESILIX_", 8) != 0)
+			continue;
+		for (k = 0; k < NVARS && !value; k++) {
+			value = match(entry, vars[k].name);
+			var = &vars[k];
+		}
+		if (!value) {
+			if (!in_list(entry, tooling,
+			             sizeof(tooling) / sizeof(tooling[0])))
+				report_stray(entry, report, arg);
+			continue;
+		}
+		if (seen[var->field])
+			continue; /* getenv semantics: the first one counts */
+		seen[var->field] = true;
+		if (!parse_var(cfg, var, value, report, arg))
+			errors++;
+	}
+	if (errors)
+		return errors;
+
+	/* A min_calls above the window size is not an error: the breaker
+	 * counts it as the window size (breaker.h), so asking for a 10-call
+	 * window does not also require lowering the default of 20. */
+	if (rx_guard_config_check(&cfg->guard, &why) != RX_OK) {
+		if (report) {
+			char msg[320];
+
+			snprintf(msg, sizeof(msg),
+			         "the breaker configuration is not valid: %s",
+			         why ? why : "(no reason given)");
+			report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
+		}
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,180 @@
+/*
+ * preload/log.c - the shim's log: logfmt lines, one real write(2) each.
+ *
+ * Design. The shim runs inside programs it must not disturb, often inside
+ * a signal handler's reach and always inside somebody else's allocator and
+ * stdio. So a line is formatted into a stack buffer with snprintf (no
+ * FILE *, no malloc for the formats used here) and handed to the real
+ * write in one call: lines from several threads, or from several processes
+ * appending to one RESILIX_LOG_FILE (O_APPEND), never interleave.
+ *
+ * Format (stable; the demo parses transition lines):
+ *   ts=2025-01-31T12:34:56.789Z level=info pid=4242 key=127.0.0.1:8080 \
+ *   event=breaker-transition from=closed to=open reason=failure-rate ...
+ * `ts` is RFC 3339 in UTC with milliseconds, computed from CLOCK_REALTIME
+ * with a civil-from-days conversion instead of gmtime_r, which may take
+ * the timezone lock and read files (allocating) on first use. Numbers with
+ * a fraction are formatted by hand: printf's %f follows LC_NUMERIC.
+ *
+ * The level and the fd are set once at start-up and only read afterwards.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define LINE_MAX_BYTES 512
+
+static enum rx_log_level log_level = RX_LOG_WARN;
+static int log_fd = 2;
+
+bool rx__log_enabled(enum rx_log_level level)
+{
+	return level != RX_LOG_OFF && level <= log_level;
+}
+
+/* Write all of @len bytes with as few real writes as the kernel allows
+ * (one, for a line on a regular file or a pipe). */
+static void write_line(int fd, const char *buf, size_t len)
+{
+	int tries = 0;
+
+	while (len > 0 && tries++ < 8) {
+		ssize_t n = rx__real_write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void rx__log_plain(const char *msg)
+{
+	char line[LINE_MAX_BYTES];
+	int saved = errno;
+	int n = snprintf(line, sizeof(line), "resilix: %s\n", msg);
+
+	if (n > 0) {
+		if ((size_t)n >= sizeof(line)) {
+			n = (int)sizeof(line) - 1;
+			line[n - 1] = '\n';
+		}
+		write_line(2, line, (size_t)n);
+	}
+	errno = saved;
+}
+
+void rx__log_setup(enum rx_log_level level, const char *path)
+{
+	int fd;
+
+	log_level = level;
+	log_fd = 2;
+	if (!path)
+		return;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		char msg[LINE_MAX_BYTES - 16];
+		const char *name = strerrorname_np(errno);
+
+		/* Unguarded logging is not a reason to stop guarding. */
+		snprintf(msg, sizeof(msg),
+		         "RESILIX_LOG_FILE=\"%.200s\" cannot be opened (%s); "
+		         "logging to stderr",
+		         path, name ? name : "error");
+		rx__log_plain(msg);
+		return;
+	}
+	log_fd = fd;
+}
+
+/*
+ * Civil date from days since 1970-01-01 (Howard Hinnant's
+ * days_from_civil inverse, valid for the proleptic Gregorian calendar).
+ */
+static void civil(int64_t days, int *y, unsigned *m, unsigned *d)
+{
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int)(yoe + era * 400) + (*m <= 2);
+}
+
+/* Format "2025-01-31T12:34:56.789Z" into @buf. */
+static int fmt_ts(char *buf, size_t size)
+{
+	struct timespec ts;
+	int64_t secs, days, sod;
+	unsigned m, d;
+	int y;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return snprintf(buf, size, "1970-01-01T00:00:00.000Z");
+	secs = (int64_t)ts.tv_sec;
+	days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+	sod = secs - days * 86400;
+	civil(days, &y, &m, &d);
+	return snprintf(buf, size, "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ", y, m,
+	                d, (unsigned)(sod / 3600), (unsigned)(sod / 60 % 60),
+	                (unsigned)(sod % 60),
+	                (unsigned)(ts.tv_nsec / 1000000));
+}
+
+void rx__log(enum rx_log_level level, const char *fmt, ...)
+{
+	char line[LINE_MAX_BYTES];
+	char ts[40];
+	int saved = errno;
+	size_t len;
+	va_list ap;
+	int n;
+
+	if (!rx__log_enabled(level))
+		return;
+	fmt_ts(ts, sizeof(ts));
+	n = snprintf(line, sizeof(line), "ts=%s level=%s pid=%ld ", ts,
+	             rx_log_level_name(level), (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(line))
+		goto out;
+	len = (size_t)n;
+	va_start(ap, fmt);
+	n = vsnprintf(line + len, sizeof(line) - len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		goto out;
+	len += (size_t)n;
+	if (len >= sizeof(line) - 1)
+		len = sizeof(line) - 2; /* truncated: keep room for '\n' */
+	line[len++] = '\n';
+	write_line(log_fd, line, len);
+out:
+	errno = saved;
+}
+
+char *rx__fmt_rate(char *buf, size_t size, double rate)
+{
+	unsigned hundredths;
+
+	if (!(rate >= 0.0)) /* also catches NaN */
+		rate = 0.0;
+	if (rate > 1.0)
+		rate = 1.0;
+	hundredths = (unsigned)(rate * 100.0 + 0.5);
+	snprintf(buf, size, "%u.%02u", hundredths / 100, hundredths % 100);
+	return buf;
+}

@@ -1,0 +1,383 @@
+/*
+ * preload/shim.h - internal interfaces of libresilix_preload.so.
+ *
+ * The shim is layered like socket_wrapper: every exported libc name
+ * (socket.c, io.c) is a thin wrapper that asks the call lifecycle (call.c)
+ * whether the fd matters, calls the lazily bound real function (symbols.c)
+ * and reports the result back. call.c owns every lock and all mutable
+ * state; fdtable.c holds per-fd call state; sniff_http.c reads status
+ * lines; log.c writes logfmt lines; config.c parses the environment.
+ *
+ * Rules every file follows (DESIGN.md section 3, "Never make the host
+ * worse"):
+ *   - Nothing is exported but the wrappers (RX_EXPORT); the library is
+ *     built with -fvisibility=hidden, core included.
+ *   - Internal code never calls an interposed libc name directly (that
+ *     would re-enter our own wrapper); it calls rx__real_*().
+ *   - No lock is held across a call into libc, and no allocation happens
+ *     inside an interposed call: the fd table, the registry and the lock
+ *     arrays are created once, at start-up.
+ *   - A per-thread "inside the shim" flag (rx__inside) makes any call that
+ *     re-enters the shim on the same thread (a signal handler calling write
+ *     while we are inside send) pass straight through.
+ *   - errno is preserved on every path that does not refuse.
+ */
+#ifndef RESILIX_PRELOAD_SHIM_H
+#define RESILIX_PRELOAD_SHIM_H
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "resilix.h"
+#include "shim_config.h"
+
+/* Make a wrapper visible in the dynamic symbol table. */
+#define RX_EXPORT __attribute__((visibility("default")))
+
+/*
+ * Thread-local storage of the shim. initial-exec: the variable lives in the
+ * static TLS block, so an access is one %fs-relative load and never calls
+ * __tls_get_addr, which may allocate on first use (and so re-enter us).
+ */
+#define RX_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/*
+ * glibc declares the sockaddr arguments of connect/accept/sendto/recvfrom
+ * as a transparent union under _GNU_SOURCE and as a plain pointer
+ * otherwise; our definitions must match whichever the header chose.
+ */
+#ifdef __CONST_SOCKADDR_ARG
+#define RX_CSA(a) (a)
+#define RX_SA(a) (a)
+#else
+#define RX_CSA(a) ((a).__sockaddr__)
+#define RX_SA(a) ((a).__sockaddr__)
+#endif
+
+#define RX_NS_PER_US UINT64_C(1000)
+#define RX_NS_PER_MS UINT64_C(1000000)
+
+/* ------------------------------------------------------------------------
+ * Locks (inline). A spinlock that yields: every critical section of the
+ * shim is a few hundred instructions without a call into libc, so
+ * spinning is cheaper than a futex; yielding after a while keeps a
+ * preempted holder from starving its waiters. Being a plain word, it is
+ * reset in a forked child by a store (see rx__after_fork_child).
+ * ---------------------------------------------------------------------- */
+struct rx_lock {
+	atomic_int held;
+};
+
+static inline void rx__lock(struct rx_lock *l)
+{
+	unsigned spins = 0;
+
+	while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
+		while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+			if (++spins >= 128) {
+				sched_yield();
+				spins = 0;
+			}
+		}
+	}
+}
+
+static inline void rx__unlock(struct rx_lock *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+static inline void rx__lock_reset(struct rx_lock *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------
+ * symbols.c - the real libc functions, bound lazily.
+ *
+ * Each rx__real_X behaves like libc's X. The first call of any of them (or
+ * the constructor) resolves the whole table with dlsym(RTLD_NEXT) exactly
+ * once. While that is in progress - on this thread (dlsym's calloc reached
+ * an allocator that called a wrapped function) or on another - calls go to
+ * the raw system call instead of waiting. A symbol dlsym cannot find stays
+ * unbound and its calls use the system call for good. Thread-safe and
+ * async-signal-safe once resolved; O(1).
+ * ---------------------------------------------------------------------- */
+
+/* rx__symbols_resolve - bind the table now (constructor). Idempotent. */
+void rx__symbols_resolve(void);
+
+int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len);
+int rx__real_getsockopt(int fd, int level, int name, void *val,
+                        socklen_t *len);
+int rx__real_close(int fd);
+int rx__real_socket(int domain, int type, int protocol);
+int rx__real_accept(int fd, struct sockaddr *sa, socklen_t *len);
+int rx__real_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags);
+int rx__real_dup(int fd);
+int rx__real_dup2(int fd, int fd2);
+int rx__real_dup3(int fd, int fd2, int flags);
+ssize_t rx__real_send(int fd, const void *buf, size_t len, int flags);
+ssize_t rx__real_recv(int fd, void *buf, size_t len, int flags);
+ssize_t rx__real_read(int fd, void *buf, size_t len);
+ssize_t rx__real_write(int fd, const void *buf, size_t len);
+ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
+                        const struct sockaddr *sa, socklen_t salen);
+ssize_t rx__real_recvfrom(int fd, void *buf, size_t len, int flags,
+                          struct sockaddr *sa, socklen_t *salen);
+ssize_t rx__real_sendmsg(int fd, const struct msghdr *msg, int flags);
+ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags);
+ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt);
+ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt);
+
+/* ------------------------------------------------------------------------
+ * sniff_http.c - the HTTP/1.x status-line sniffer.
+ *
+ * Fed the response bytes of one call in as many pieces as the application
+ * reads them; decides once it has seen "HTTP/x.y NNN" (or that the bytes are
+ * not HTTP). 1xx interim responses other than 101 are skipped up to the
+ * blank line that ends their headers, then the next status line is read.
+ * Pure: no clock, no I/O, no allocation; O(bytes fed until decided).
+ * ---------------------------------------------------------------------- */
+enum rx_sniff_result {
+	RX_SNIFF_MORE = 0,  /* undecided: feed the next bytes */
+	RX_SNIFF_FINAL,     /* a final status line: *status is set */
+	RX_SNIFF_UPGRADE,   /* 101 Switching Protocols: stop tracking */
+	RX_SNIFF_OTHER,     /* the first bytes are not HTTP: a success */
+	RX_SNIFF_MALFORMED  /* HTTP that broke after an interim response */
+};
+
+struct rx_sniff_http {
+	uint8_t state;    /* status line or skipping interim headers */
+	uint8_t pos;      /* position within "HTTP/x.y NNN" */
+	uint8_t interim;  /* interim responses seen (saturates) */
+	uint8_t line_len; /* bytes on the current header line (saturates) */
+	uint8_t lines;    /* status lines begun, mod 256: a caller that sees
+	                     it change during a feed knows a (possibly final)
+	                     response began in that piece */
+	uint8_t pad;
+	uint16_t status;  /* digits accumulated */
+};
+
+/* rx__sniff_reset - start a new response. O(1). */
+void rx__sniff_reset(struct rx_sniff_http *s);
+
+/*
+ * rx__sniff_feed - consume @len bytes of response.
+ * @status (not NULL): set for RX_SNIFF_FINAL and RX_SNIFF_UPGRADE.
+ * Returns RX_SNIFF_MORE until decided, then the decision. After a decision
+ * the sniffer must be reset before it is fed again.
+ */
+enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
+                                    size_t len, int *status);
+
+/* ------------------------------------------------------------------------
+ * fdtable.c - per-fd call state.
+ *
+ * A flat array indexed by fd, sized from RLIMIT_NOFILE (capped at
+ * RX_FD_CAP) and mapped once at start-up with mmap, so untouched entries
+ * cost no memory and nothing goes through malloc. fds at or beyond the
+ * capacity are never tracked. Entry fields other than `phase` are guarded
+ * by the entry's stripe lock (rx__fd_lock); `phase` is also read without it
+ * by the fast path, which is the whole cost of an untracked fd: one bounds
+ * check, one load, one branch.
+ * ---------------------------------------------------------------------- */
+#define RX_FD_CAP 65536   /* most fds the table covers */
+#define RX_FD_STRIPES 256 /* stripe locks over the table (power of 2) */
+
+enum rx_fd_phase {
+	RX_FD_UNTRACKED = 0, /* not ours: everything passes through */
+	RX_FD_CONNECTING,    /* admitted at connect, outcome unknown yet */
+	RX_FD_WAITING,       /* connected, a call waits for its first byte */
+	RX_FD_IDLE,          /* no call outstanding: the next write starts one */
+	RX_FD_DONE           /* finished for good (error, upgrade): pass
+	                        through until close releases the key */
+};
+
+struct rx_fd {
+	_Atomic uint8_t phase;   /* enum rx_fd_phase */
+	uint8_t pad[3];
+	_Atomic uint32_t epoch;  /* bumped at each call start and untrack, so
+	                            an operation that raced with them can tell
+	                            its result belongs to another call */
+	struct rx_guard *guard;  /* pinned key while tracked */
+	uint64_t start_ns;       /* admission time of the current call */
+	uint64_t first_byte_ns;  /* first byte of the current response, or 0 */
+	struct rx_sniff_http sniff;
+	struct rx_gate_permit permit; /* the current call's tickets */
+};
+
+extern struct rx_fd *rx__fd_table;
+extern _Atomic uint32_t rx__fd_capacity; /* 0 until the table exists */
+
+/* rx__fdtable_init - map the table once. Returns 0, or -1 (untracked
+ * everything). Not thread-safe: called from the init-once only. */
+int rx__fdtable_init(void);
+
+/* rx__fd_get - the entry of @fd, or NULL when @fd is not covered.
+ * Thread-safe, async-signal-safe, O(1). */
+static inline struct rx_fd *rx__fd_get(int fd)
+{
+	uint32_t cap =
+	        atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+
+	if ((unsigned)fd >= cap)
+		return NULL;
+	return &rx__fd_table[fd];
+}
+
+/* rx__fd_phase - the phase of an entry, without its lock. O(1). */
+static inline enum rx_fd_phase rx__fd_phase(struct rx_fd *e)
+{
+	return (enum rx_fd_phase)atomic_load_explicit(&e->phase,
+	                                              memory_order_acquire);
+}
+
+/* rx__fd_tracked - does @fd have state (any phase but untracked)? The
+ * whole cost of a close/dup2/socket on an untracked fd. O(1). */
+static inline bool rx__fd_tracked(int fd)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+
+	return e && rx__fd_phase(e) != RX_FD_UNTRACKED;
+}
+
+/* rx__fd_lock - the stripe lock that guards @fd's entry. O(1). */
+struct rx_lock *rx__fd_lock(int fd);
+
+/* rx__fdtable_lock_all / rx__fdtable_unlock_all - take or drop every
+ * stripe, in index order (fork prepare and parent handlers). O(stripes). */
+void rx__fdtable_lock_all(void);
+void rx__fdtable_unlock_all(void);
+
+/* rx__fdtable_reset_locks - free every stripe, held or not (forked child,
+ * where a holder may not exist). O(stripes). */
+void rx__fdtable_reset_locks(void);
+
+/* ------------------------------------------------------------------------
+ * log.c - logfmt lines, one real write(2) each.
+ *
+ * Every line is formatted into a stack buffer (no allocation, no stdio)
+ * and written with a single rx__real_write, so lines from threads and
+ * processes sharing the file never interleave. Timestamps are RFC 3339
+ * UTC with milliseconds, computed without gmtime (no locale, no locks).
+ * Thread-safe, errno-preserving.
+ * ---------------------------------------------------------------------- */
+
+/* rx__log_setup - set the level and open @path (NULL = stderr) with
+ * O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC. On failure prints one line to
+ * stderr and keeps stderr. Start-up only. */
+void rx__log_setup(enum rx_log_level level, const char *path);
+
+/* rx__log_enabled - would a line at @level be written? O(1). */
+bool rx__log_enabled(enum rx_log_level level);
+
+/*
+ * rx__log - write "ts=... level=... pid=N " followed by the formatted
+ * fields and a newline, if @level passes the filter. Lines longer than
+ * 512 bytes are truncated. No allocation.
+ */
+void rx__log(enum rx_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* rx__log_plain - write "resilix: <msg>\n" to stderr whatever the level
+ * (configuration errors must reach a human). No allocation. */
+void rx__log_plain(const char *msg);
+
+/* rx__fmt_rate - format a rate 0..1 as "0.60" into @buf (locale-free:
+ * %f would print "0,60" under a German LC_NUMERIC). Returns @buf. */
+char *rx__fmt_rate(char *buf, size_t size, double rate);
+
+/* ------------------------------------------------------------------------
+ * call.c - the call lifecycle: initialisation, admission, settlement, the
+ * registry and its locks.
+ * ---------------------------------------------------------------------- */
+
+/* The per-thread "inside the shim" flag. */
+extern RX_TLS int rx__inside;
+
+/* rx__ready - the shim is initialised and guarding. O(1). */
+bool rx__ready(void);
+
+/* rx__init - initialise once (constructor, or the first connect if it
+ * came before the constructor). Re-entry and concurrent callers return at
+ * once; the caller then passes its call through. Returns rx__ready(). */
+bool rx__init(void);
+
+/* What the begin step of an operation decided. */
+enum rx_op_decision {
+	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */
+	RX_OP_TRACK,    /* tracked: call the real function, then the end
+	                   step, immediately (it reads errno first) */
+	RX_OP_REFUSE    /* refused: return -1 with errno ECONNREFUSED */
+};
+
+/* One in-progress operation on a tracked fd, on the caller's stack. */
+struct rx_op {
+	int fd;
+	struct rx_fd *e;
+	size_t len;       /* bytes asked for: 0 makes a 0 result no EOF */
+	uint32_t epoch;   /* entry epoch at begin */
+	uint8_t phase;    /* entry phase at begin (after any admission) */
+	bool again;       /* connect on a socket whose connect is pending */
+	bool peek;        /* MSG_PEEK: bytes will be read again */
+	bool dontwait;    /* MSG_DONTWAIT: EAGAIN is not a timeout */
+};
+
+/*
+ * rx__connect_begin - admission at connect. Tracks AF_INET/AF_INET6
+ * stream sockets only; anything else (and a shim that is not ready, a
+ * re-entered call, a forked child without atfork) passes through with
+ * stale fd state dropped. On RX_OP_TRACK the caller runs the real connect
+ * and then rx__connect_end. Thread-safe; takes and drops locks, never
+ * across the real connect.
+ */
+enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
+                                      const struct sockaddr *sa,
+                                      socklen_t len);
+void rx__connect_end(struct rx_op *op, int rc);
+
+/*
+ * rx__getsockopt_so_error - after a real getsockopt(SO_ERROR) that returned
+ * @rc, with @value the error it read: settles a non-blocking connect that
+ * failed. Cheap no-op for untracked fds. Preserves errno.
+ */
+void rx__getsockopt_so_error(int fd, int rc, int value);
+
+/*
+ * rx__read_begin/rx__read_end - any call that receives bytes (read, recv,
+ * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read).
+ * end gets the real result and the buffers the bytes landed in; it sniffs
+ * them and settles the call at its first response byte, EOF or error.
+ */
+enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
+                                   size_t len);
+void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
+                  int iovcnt);
+
+/*
+ * rx__write_begin/rx__write_end - any call that sends bytes. begin
+ * admits a new call when the previous response has started (kept-alive
+ * connection) and may refuse it; end settles the call on an I/O error.
+ */
+enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
+                                    size_t len);
+void rx__write_end(struct rx_op *op, ssize_t n);
+
+/*
+ * rx__fd_forget - @fd is being closed or replaced (close, dup2/dup3 onto
+ * it, a new fd returned by socket/accept/dup that still had state): settle
+ * an outstanding call as abandoned, release the key, untrack. Must run
+ * before the real close, so a concurrent thread that gets the same fd
+ * number back never sees the old state. Preserves errno. O(1).
+ */
+void rx__fd_forget(int fd);
+
+#endif

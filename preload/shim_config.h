@@ -1,0 +1,110 @@
+/*
+ * preload/shim_config.h - the environment parser of the shim (config.c),
+ * usable on its own.
+ *
+ * The shim reads its configuration once, from RESILIX_* variables. The
+ * parser is kept apart from everything the running shim owns (locks, the fd
+ * table, the log, the registry): it takes an environment array, fills a
+ * struct and reports every finding through a callback. A small program
+ * (`resilix-run --check`, a test) includes this header, links
+ * preload/config.c with the core (libresilix) and validates an environment
+ * exactly as the shim would, without preloading anything.
+ *
+ * Rules it implements (DESIGN.md section 3, "Configuration"):
+ *   - strict syntax: decimal digits only for integers, a plain decimal for
+ *     rates, no sign, no spaces, no trailing junk, no NaN or infinities,
+ *     nothing empty; ranges are checked, never clamped;
+ *   - an invalid value is an error: the caller must not guard with a
+ *     configuration the user did not ask for (the shim passes everything
+ *     through);
+ *   - a rate of exactly 1 is valid but disables its trip condition (a rate
+ *     cannot be strictly above 1), which is reported as a notice;
+ *   - an unknown RESILIX_* variable is reported as a warning, so a typo does
+ *     not silently do nothing.
+ * Numbers are parsed without the C library's locale-dependent functions:
+ * a program that set LC_NUMERIC before the first call still reads "0.5".
+ */
+#ifndef RESILIX_PRELOAD_SHIM_CONFIG_H
+#define RESILIX_PRELOAD_SHIM_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "resilix/guard.h"
+#include "resilix/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Log levels of RESILIX_LOG, in increasing verbosity. */
+enum rx_log_level {
+	RX_LOG_OFF = 0,
+	RX_LOG_ERROR,
+	RX_LOG_WARN, /* the default */
+	RX_LOG_INFO,
+	RX_LOG_DEBUG
+};
+
+/* rx_log_level_name - "off", "error", "warn", "info", "debug"; "unknown"
+ * out of range. Thread-safe, O(1), never NULL. */
+const char *rx_log_level_name(enum rx_log_level level);
+
+/* Everything the shim reads from the environment. */
+struct rx_config {
+	bool disable;                 /* RESILIX_DISABLE=1: pass through */
+	enum rx_log_level log_level;  /* RESILIX_LOG, default RX_LOG_WARN */
+	const char *log_file;         /* RESILIX_LOG_FILE; NULL = stderr.
+	                                 Points into the environment array
+	                                 given to rx_config_parse. */
+	struct rx_guard_config guard; /* breaker settings, core defaults */
+	struct rx_registry_config registry; /* key bounds, core defaults */
+};
+
+/* What a diagnostic is. */
+enum rx_config_diag {
+	RX_CONFIG_ERROR = 1, /* invalid value: do not use this configuration */
+	RX_CONFIG_WARNING,   /* unknown or unsupported variable: ignored */
+	RX_CONFIG_NOTICE     /* valid, but likely not what was meant */
+};
+
+/*
+ * A diagnostic callback. @name is the variable ("RESILIX_OPEN_MS", or
+ * "RESILIX" for a finding about several variables together); @msg is one
+ * line without a prefix or newline, e.g.
+ *   RESILIX_OPEN_MS="abc" is not valid (accepted: integer milliseconds
+ *   1..86400000)
+ * Both are valid only during the call (they may live on the parser's
+ * stack).
+ */
+typedef void (*rx_config_report_fn)(void *arg, enum rx_config_diag kind,
+                                    const char *name, const char *msg);
+
+/*
+ * rx_config_default - the configuration with no RESILIX_* variable set:
+ * guarding on, log level warn to stderr, breaker and registry defaults of
+ * the core (rx_guard_config_default, rx_registry_config_default).
+ * Thread-safe, O(1), no allocation.
+ */
+void rx_config_default(struct rx_config *cfg);
+
+/*
+ * rx_config_parse - fill @cfg from the RESILIX_* entries of @envp.
+ * @cfg:    output; reset to rx_config_default first.
+ * @envp:   a NULL-terminated "NAME=value" array (environ); NULL = empty.
+ *          It must outlive @cfg (log_file points into it).
+ * @report: called once per finding, in environment order and then for the
+ *          checks that combine variables; NULL = silent.
+ * When a variable appears twice, the first occurrence counts (as getenv).
+ * Returns the number of errors: 0 means @cfg is usable; otherwise @cfg is
+ * the defaults plus whatever parsed, and must not be used for guarding.
+ * Reentrant and thread-safe (no global state), no allocation, no I/O;
+ * formats messages with snprintf into a stack buffer. O(variables).
+ */
+int rx_config_parse(struct rx_config *cfg, char *const *envp,
+                    rx_config_report_fn report, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/*
+ * preload/sniff_http.c - read the status of an HTTP/1.x response from its
+ * first bytes, however the application splits its reads.
+ *
+ * Design. A byte-at-a-time state machine over "HTTP/" DIGIT ["." DIGIT]
+ * SP DIGIT DIGIT DIGIT, kept in a few bytes of the fd's entry, so a status
+ * line that arrives as "HT" + "TP/1.1 5" + "03 ..." still parses. It
+ * decides at the third status digit and never looks further (the reason
+ * phrase is free text). Rules (DESIGN.md section 3, "What is a call"):
+ *   - the first byte of a response that does not continue "HTTP/" means
+ *     another protocol: RX_SNIFF_OTHER, a success on the first byte;
+ *   - 1xx other than 101 is interim (100 Continue, 103 Early Hints): its
+ *     header block is skipped up to the blank line, then the next status
+ *     line is read as the real answer;
+ *   - 101 Switching Protocols ends HTTP on the connection: RX_SNIFF_UPGRADE
+ *     tells the caller to stop tracking it;
+ *   - a broken status line after an interim response is RX_SNIFF_MALFORMED
+ *     (the server speaks HTTP badly: an unrecognised outcome).
+ * "HTTP/2 200" is accepted for tolerance, although HTTP/2 never sends a
+ * status line on the wire. Pure: no clock, no I/O, no allocation.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "shim.h"
+
+enum { S_STATUS = 0, S_SKIP = 1 };
+
+/* Positions within the status line. */
+enum {
+	P_H = 0, /* 0..4: "HTTP/" */
+	P_MAJOR = 5,
+	P_DOT = 6,   /* '.' or, for "HTTP/2 200", the space */
+	P_MINOR = 7,
+	P_SP = 8,
+	P_CODE = 9 /* 9, 10, 11: the three digits */
+};
+
+void rx__sniff_reset(struct rx_sniff_http *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+static bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Does @c continue the status line at @s->pos? Advances pos when it does. */
+static bool status_step(struct rx_sniff_http *s, unsigned char c)
+{
+	static const char http[] = "HTTP/";
+
+	if (s->pos < P_MAJOR) {
+		if (c != (unsigned char)http[s->pos])
+			return false;
+	} else if (s->pos == P_MAJOR || s->pos == P_MINOR) {
+		if (!is_digit(c))
+			return false;
+	} else if (s->pos == P_DOT) {
+		if (c == ' ') {
+			s->pos = P_CODE; /* "HTTP/2 200": no minor version */
+			return true;
+		}
+		if (c != '.')
+			return false;
+	} else if (s->pos == P_SP) {
+		if (c != ' ')
+			return false;
+	} else {
+		if (!is_digit(c))
+			return false;
+		s->status = (uint16_t)(s->status * 10 + (c - '0'));
+	}
+	s->pos++;
+	return true;
+}
+
+enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
+                                    size_t len, int *status)
+{
+	const unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = p[i];
+
+		if (s->state == S_SKIP) {
+			/* Skip an interim response's headers to the blank
+			 * line; tolerate bare LF line ends. */
+			if (c == '\n') {
+				if (s->line_len == 0) {
+					s->state = S_STATUS;
+					s->pos = 0;
+					s->status = 0;
+				}
+				s->line_len = 0;
+			} else if (c != '\r' && s->line_len < 255) {
+				s->line_len++;
+			}
+			continue;
+		}
+		if (s->pos == 0)
+			s->lines++; /* a response begins with this byte */
+		if (!status_step(s, c))
+			return s->interim ? RX_SNIFF_MALFORMED : RX_SNIFF_OTHER;
+		if (s->pos < P_CODE + 3)
+			continue;
+		/* Three status digits: decided, unless interim. */
+		*status = s->status;
+		if (s->status == 101)
+			return RX_SNIFF_UPGRADE;
+		if (s->status >= 100 && s->status <= 199) {
+			if (s->interim < 255)
+				s->interim++;
+			s->state = S_SKIP;
+			s->line_len = 1; /* the rest of the status line */
+			continue;
+		}
+		return RX_SNIFF_FINAL;
+	}
+	return RX_SNIFF_MORE;
+}

@@ -1,0 +1,292 @@
+/*
+ * preload/symbols.c - the real libc functions behind our wrappers, bound
+ * lazily with dlsym(RTLD_NEXT).
+ *
+ * Design. The whole table is bound in one go, exactly once per process:
+ * by the constructor, or earlier by the first wrapped call if another
+ * library's constructor (jemalloc, tcmalloc, ASan) reaches us first. A
+ * three-state word (unbound, binding, bound) replaces pthread_once on
+ * purpose: dlsym may call calloc, and an allocator may call read, write or
+ * close while it initialises. That call re-enters a wrapper on the very
+ * thread that is binding; pthread_once would deadlock there, and so would
+ * any thread that waited. Instead, every call made while the table is not
+ * bound - the re-entered one, or one on another thread - goes straight to
+ * the raw system call with syscall(2). Those calls are never tracked (the
+ * shim tracks nothing before it is initialised), so nothing is lost.
+ *
+ * dlsym is therefore called at most once per symbol per process, never
+ * again from any path, including for symbols it could not find (a failing
+ * dlsym always allocates its error message): an unbound symbol uses the
+ * system call from then on. The fortified __read_chk/__recv_chk need no
+ * real counterpart: io.c checks the buffer size itself and calls __chk_fail
+ * like glibc does.
+ *
+ * The system-call fallback differs from libc only in not being a pthread
+ * cancellation point, which matters solely before start-up.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+typedef int (*getsockopt_fn)(int, int, int, void *, socklen_t *);
+typedef int (*close_fn)(int);
+typedef int (*socket_fn)(int, int, int);
+typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+typedef int (*dup_fn)(int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*sendto_fn)(int, const void *, size_t, int,
+                             const struct sockaddr *, socklen_t);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *,
+                               socklen_t *);
+typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+typedef ssize_t (*iov_fn)(int, const struct iovec *, int);
+
+/* Written once by the binding thread before `state` becomes BOUND
+ * (release); read only after an acquire load of BOUND. */
+static struct {
+	connect_fn connect;
+	getsockopt_fn getsockopt;
+	close_fn close;
+	socket_fn socket;
+	accept_fn accept;
+	accept4_fn accept4;
+	dup_fn dup;
+	dup2_fn dup2;
+	dup3_fn dup3;
+	send_fn send;
+	recv_fn recv;
+	read_fn read;
+	write_fn write;
+	sendto_fn sendto;
+	recvfrom_fn recvfrom;
+	sendmsg_fn sendmsg;
+	recvmsg_fn recvmsg;
+	iov_fn writev;
+	iov_fn readv;
+} real;
+
+enum { UNBOUND = 0, BINDING = 1, BOUND = 2 };
+static atomic_int state = UNBOUND;
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static void bind_all(void)
+{
+	/* Converting dlsym's void * to a function pointer is what POSIX
+	 * requires of dlsym users; GCC defines it. */
+	real.connect = (connect_fn)next("connect");
+	real.getsockopt = (getsockopt_fn)next("getsockopt");
+	real.close = (close_fn)next("close");
+	real.socket = (socket_fn)next("socket");
+	real.accept = (accept_fn)next("accept");
+	real.accept4 = (accept4_fn)next("accept4");
+	real.dup = (dup_fn)next("dup");
+	real.dup2 = (dup2_fn)next("dup2");
+	real.dup3 = (dup3_fn)next("dup3");
+	real.send = (send_fn)next("send");
+	real.recv = (recv_fn)next("recv");
+	real.read = (read_fn)next("read");
+	real.write = (write_fn)next("write");
+	real.sendto = (sendto_fn)next("sendto");
+	real.recvfrom = (recvfrom_fn)next("recvfrom");
+	real.sendmsg = (sendmsg_fn)next("sendmsg");
+	real.recvmsg = (recvmsg_fn)next("recvmsg");
+	real.writev = (iov_fn)next("writev");
+	real.readv = (iov_fn)next("readv");
+}
+
+/*
+ * Returns true when the table is bound (possibly by this call), false
+ * when binding is in progress here or elsewhere and the caller must use
+ * the system call.
+ */
+static bool bound(void)
+{
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+	int expected = UNBOUND;
+	int saved;
+
+	if (s == BOUND)
+		return true;
+	if (s == BINDING ||
+	    !atomic_compare_exchange_strong_explicit(&state, &expected,
+	                                             BINDING,
+	                                             memory_order_acq_rel,
+	                                             memory_order_acquire))
+		return false;
+	/* dlsym may set errno (a failed lookup): never let it leak. */
+	saved = errno;
+	bind_all();
+	errno = saved;
+	atomic_store_explicit(&state, BOUND, memory_order_release);
+	return true;
+}
+
+void rx__symbols_resolve(void)
+{
+	(void)bound();
+}
+
+/* The fallback when there is no real function (yet, or ever). */
+#define SYS(...) syscall(__VA_ARGS__)
+
+int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	if (bound() && real.connect)
+		return real.connect(fd, sa, len);
+	return (int)SYS(SYS_connect, fd, sa, len);
+}
+
+int rx__real_getsockopt(int fd, int level, int name, void *val,
+                        socklen_t *len)
+{
+	if (bound() && real.getsockopt)
+		return real.getsockopt(fd, level, name, val, len);
+	return (int)SYS(SYS_getsockopt, fd, level, name, val, len);
+}
+
+int rx__real_close(int fd)
+{
+	if (bound() && real.close)
+		return real.close(fd);
+	return (int)SYS(SYS_close, fd);
+}
+
+int rx__real_socket(int domain, int type, int protocol)
+{
+	if (bound() && real.socket)
+		return real.socket(domain, type, protocol);
+	return (int)SYS(SYS_socket, domain, type, protocol);
+}
+
+int rx__real_accept(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	if (bound() && real.accept)
+		return real.accept(fd, sa, len);
+	return (int)SYS(SYS_accept4, fd, sa, len, 0);
+}
+
+int rx__real_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	if (bound() && real.accept4)
+		return real.accept4(fd, sa, len, flags);
+	return (int)SYS(SYS_accept4, fd, sa, len, flags);
+}
+
+int rx__real_dup(int fd)
+{
+	if (bound() && real.dup)
+		return real.dup(fd);
+	return (int)SYS(SYS_dup, fd);
+}
+
+int rx__real_dup2(int fd, int fd2)
+{
+	if (bound() && real.dup2)
+		return real.dup2(fd, fd2);
+#ifdef SYS_dup2
+	return (int)SYS(SYS_dup2, fd, fd2);
+#else
+	/* dup3 refuses fd == fd2, where dup2 checks fd and returns it. */
+	if (fd == fd2)
+		return SYS(SYS_fcntl, fd, F_GETFD) < 0 ? -1 : fd2;
+	return (int)SYS(SYS_dup3, fd, fd2, 0);
+#endif
+}
+
+int rx__real_dup3(int fd, int fd2, int flags)
+{
+	if (bound() && real.dup3)
+		return real.dup3(fd, fd2, flags);
+	return (int)SYS(SYS_dup3, fd, fd2, flags);
+}
+
+ssize_t rx__real_send(int fd, const void *buf, size_t len, int flags)
+{
+	if (bound() && real.send)
+		return real.send(fd, buf, len, flags);
+	return SYS(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+ssize_t rx__real_recv(int fd, void *buf, size_t len, int flags)
+{
+	if (bound() && real.recv)
+		return real.recv(fd, buf, len, flags);
+	return SYS(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+ssize_t rx__real_read(int fd, void *buf, size_t len)
+{
+	if (bound() && real.read)
+		return real.read(fd, buf, len);
+	return SYS(SYS_read, fd, buf, len);
+}
+
+ssize_t rx__real_write(int fd, const void *buf, size_t len)
+{
+	if (bound() && real.write)
+		return real.write(fd, buf, len);
+	return SYS(SYS_write, fd, buf, len);
+}
+
+ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
+                        const struct sockaddr *sa, socklen_t salen)
+{
+	if (bound() && real.sendto)
+		return real.sendto(fd, buf, len, flags, sa, salen);
+	return SYS(SYS_sendto, fd, buf, len, flags, sa, salen);
+}
+
+ssize_t rx__real_recvfrom(int fd, void *buf, size_t len, int flags,
+                          struct sockaddr *sa, socklen_t *salen)
+{
+	if (bound() && real.recvfrom)
+		return real.recvfrom(fd, buf, len, flags, sa, salen);
+	return SYS(SYS_recvfrom, fd, buf, len, flags, sa, salen);
+}
+
+ssize_t rx__real_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (bound() && real.sendmsg)
+		return real.sendmsg(fd, msg, flags);
+	return SYS(SYS_sendmsg, fd, msg, flags);
+}
+
+ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (bound() && real.recvmsg)
+		return real.recvmsg(fd, msg, flags);
+	return SYS(SYS_recvmsg, fd, msg, flags);
+}
+
+ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (bound() && real.writev)
+		return real.writev(fd, iov, iovcnt);
+	return SYS(SYS_writev, fd, iov, iovcnt);
+}
+
+ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (bound() && real.readv)
+		return real.readv(fd, iov, iovcnt);
+	return SYS(SYS_readv, fd, iov, iovcnt);
+}
