@@ -136,11 +136,12 @@ static inline struct rx__entry *rx__entry_of(const struct rx_guard *g)
 }
 
 /* Find-or-insert without pinning and without running eviction, for the
- * snapshot loader (registry.c). Returns NULL when no free entry is left. */
+ * snapshot loader (registry.c). Returns NULL when no free entry is left.
+ * A new entry is on no list until rx__registry_place puts it on one. */
 struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 				      size_t len, uint64_t now_ns);
 
-/* Evict every unpinned entry (snapshot loader's "leave it empty"). */
-void rx__registry_clear(struct rx_registry *r);
+/* Put an unpinned entry on the idle or parked list, as a release does. */
+void rx__registry_place(struct rx_registry *r, struct rx__entry *e);
 
 #endif

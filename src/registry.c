@@ -272,13 +272,13 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 	return e;
 }
 
-void rx__registry_clear(struct rx_registry *r)
+void rx__registry_place(struct rx_registry *r, struct rx__entry *e)
 {
-	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
-		struct rx__entry *e = &r->entries[i];
-		if (e->list != RX__LIST_FREE && e->pins == 0)
-			evict(r, e);
-	}
+	e->idle_since_ns = e->guard.last_used_ns;
+	if (evictable(e))
+		list_append(r, &r->idle, e, RX__LIST_IDLE);
+	else
+		list_append(r, &r->parked, e, RX__LIST_PARKED);
 }
 
 int rx_registry_create(struct rx_registry **out,
@@ -373,11 +373,7 @@ void rx_registry_release(struct rx_registry *r, struct rx_guard *g)
 		return; /* double release: ignore rather than corrupt lists */
 	if (--e->pins > 0)
 		return;
-	e->idle_since_ns = g->last_used_ns;
-	if (evictable(e))
-		list_append(r, &r->idle, e, RX__LIST_IDLE);
-	else
-		list_append(r, &r->parked, e, RX__LIST_PARKED);
+	rx__registry_place(r, e);
 }
 
 uint32_t rx_registry_index(const struct rx_registry *r,

@@ -16,5 +16,6 @@
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"
+#include "resilix/snapshot.h"
 
 #endif

@@ -1,0 +1,293 @@
+/*
+ * snapshot.c - serialise and hydrate a registry (snapshot.h).
+ *
+ * Decisions:
+ *   - Times are ages against the writer's clock plus one wall-clock
+ *     stamp; the reader adds the wall-clock gap to every age. Monotonic
+ *     clocks do not survive a restart, wall clocks do.
+ *   - Little-endian fixed-width fields written byte by byte: the file
+ *     moves between builds and machines; no struct is ever dumped.
+ *   - CRC-32 over everything but the trailer: it detects every burst of
+ *     up to 32 bits, so any single corrupted byte is caught. Magic and
+ *     version are checked before the checksum so a future format that
+ *     changes the trailer still gets RX_EVERSION, not RX_ECORRUPT.
+ *   - Hydrate parses the whole buffer once to validate it and only then
+ *     applies it, so a bad file leaves the registry exactly as it was.
+ *   - An open period that ran out during the gap comes back half-open with
+ *     no probe in flight, which is what the next admit would have made of
+ *     it. A half-open breaker comes back with no probe in flight: the
+ *     process that sent the probes is gone.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "resilix/error.h"
+#include "resilix/snapshot.h"
+
+#define HEADER_SIZE 32u
+#define TRAILER_SIZE 4u
+#define ENTRY_FIXED 34u /* after the key: state .. slot count */
+#define SLOT_SIZE 9u
+#define FLAG_STARVED 1u
+#define SLOT_COUNT_MAX 100000u
+
+static const unsigned char magic[4] = {'R', 'X', 'S', 'N'};
+
+/* CRC-32 (IEEE 802.3), four bits at a time from a 16-entry table. */
+static uint32_t crc32_ieee(const unsigned char *p, size_t n)
+{
+	static const uint32_t t[16] = {
+	    0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
+	    0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
+	    0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
+	    0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c};
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		c = (c >> 4) ^ t[c & 15];
+		c = (c >> 4) ^ t[c & 15];
+	}
+	return c ^ 0xffffffffu;
+}
+
+/* A bounds-checked little-endian cursor over the caller's buffer. */
+struct cursor {
+	unsigned char *w;	/* writing */
+	const unsigned char *r; /* reading */
+	size_t pos, end;
+	bool bad;
+};
+
+static void put(struct cursor *c, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++)
+		c->w[c->pos++] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get(struct cursor *c, unsigned bytes)
+{
+	if (c->bad || c->end - c->pos < bytes) {
+		c->bad = true;
+		return 0;
+	}
+	uint64_t v = 0;
+	for (unsigned i = 0; i < bytes; i++)
+		v |= (uint64_t)c->r[c->pos++] << (8 * i);
+	return v;
+}
+
+static const struct rx__entry *live_entry(const struct rx_registry *r,
+					  uint32_t i)
+{
+	const struct rx__entry *e = &r->entries[i];
+	return e->list == RX__LIST_FREE ? NULL : e;
+}
+
+size_t rx_snapshot_size(const struct rx_registry *r)
+{
+	size_t n = HEADER_SIZE + TRAILER_SIZE;
+	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
+		const struct rx__entry *e = live_entry(r, i);
+		if (e != NULL)
+			n += 2 + e->key_len + ENTRY_FIXED +
+			     (size_t)e->guard.breaker.window.count * SLOT_SIZE;
+	}
+	return n;
+}
+
+int rx_snapshot_write(const struct rx_registry *r, uint64_t now_ns,
+		      uint64_t wall_ns, void *buf, size_t cap, size_t *len)
+{
+	if (r == NULL || len == NULL)
+		return RX_EINVAL;
+	size_t need = rx_snapshot_size(r);
+	*len = need;
+	if (buf == NULL || cap < need)
+		return RX_ENOSPC;
+
+	struct cursor c = {.w = buf, .pos = 0, .end = need};
+	memcpy(c.w, magic, sizeof(magic));
+	c.pos = sizeof(magic);
+	put(&c, RX_SNAPSHOT_VERSION, 2);
+	put(&c, 0, 2);
+	put(&c, need, 8);
+	put(&c, wall_ns, 8);
+	put(&c, r->count, 4);
+	put(&c, 0, 4);
+	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
+		const struct rx__entry *e = live_entry(r, i);
+		if (e == NULL)
+			continue;
+		const struct rx_breaker *b = &e->guard.breaker;
+		const struct rx_window *w = &b->window;
+		put(&c, e->key_len, 2);
+		memcpy(c.w + c.pos, e->key, e->key_len);
+		c.pos += e->key_len;
+		put(&c, b->state, 1);
+		put(&c, b->starving ? FLAG_STARVED : 0, 1);
+		put(&c, b->consecutive_failures, 4);
+		put(&c, b->transitions, 8);
+		put(&c,
+		    b->state == RX_BREAKER_OPEN
+			? rx__sat_sub(now_ns, b->opened_ns)
+			: 0,
+		    8);
+		put(&c, rx__sat_sub(now_ns, e->guard.last_used_ns), 8);
+		put(&c, w->count, 4);
+		for (uint32_t k = 0; k < w->count; k++) {
+			const struct rx_window_slot *s =
+			    &w->slots[(w->tail + k) % w->capacity];
+			put(&c, rx__sat_sub(now_ns, s->t_ns), 8);
+			put(&c, s->flags, 1);
+		}
+	}
+	put(&c, crc32_ieee(c.w, c.pos), 4);
+	return RX_OK;
+}
+
+/* One entry as parsed; slots stay in the buffer, read again on apply. */
+struct parsed {
+	const char *key;
+	uint16_t key_len;
+	uint8_t state, flags;
+	uint32_t consecutive;
+	uint64_t transitions, open_age, idle_age;
+	uint32_t slots;
+	size_t slots_pos; /* offset of the first slot */
+};
+
+/* Parse and validate one entry; c->bad on any malformed field. */
+static void parse_entry(struct cursor *c, struct parsed *p)
+{
+	p->key_len = (uint16_t)get(c, 2);
+	if (c->bad || p->key_len > RX_KEY_MAX || c->end - c->pos < p->key_len) {
+		c->bad = true;
+		return;
+	}
+	p->key = (const char *)c->r + c->pos;
+	c->pos += p->key_len;
+	p->state = (uint8_t)get(c, 1);
+	p->flags = (uint8_t)get(c, 1);
+	p->consecutive = (uint32_t)get(c, 4);
+	p->transitions = get(c, 8);
+	p->open_age = get(c, 8);
+	p->idle_age = get(c, 8);
+	p->slots = (uint32_t)get(c, 4);
+	if (c->bad || p->state > RX_BREAKER_HALF_OPEN ||
+	    (p->flags & ~FLAG_STARVED) != 0 || p->slots > SLOT_COUNT_MAX ||
+	    (c->end - c->pos) / SLOT_SIZE < p->slots) {
+		c->bad = true;
+		return;
+	}
+	p->slots_pos = c->pos;
+	uint64_t prev_age = UINT64_MAX;
+	for (uint32_t k = 0; k < p->slots; k++) {
+		uint64_t age = get(c, 8);
+		uint64_t flags = get(c, 1);
+		/* Oldest first: ages never grow along the ring. */
+		if (age > prev_age ||
+		    (flags & ~(uint64_t)(RX_SLOT_FAILURE | RX_SLOT_SLOW))) {
+			c->bad = true;
+			return;
+		}
+		prev_age = age;
+	}
+}
+
+/* Restore one validated entry's breaker into a fresh guard. */
+static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
+			  const unsigned char *buf, uint64_t now, uint64_t gap)
+{
+	struct rx_window *w = &b->window;
+	uint32_t skip = p->slots > w->capacity ? p->slots - w->capacity : 0;
+	struct cursor c = {.r = buf,
+			   .pos = p->slots_pos + skip * SLOT_SIZE,
+			   .end = p->slots_pos + p->slots * SLOT_SIZE};
+	bool aged = false;
+
+	for (uint32_t k = skip; k < p->slots; k++) {
+		uint64_t age = rx__sat_add(get(&c, 8), gap);
+		uint32_t flags = (uint32_t)get(&c, 1);
+		if (w->max_age_ns > 0 && age >= w->max_age_ns) {
+			aged = true;
+			continue;
+		}
+		rx_window_push(w, rx__sat_sub(now, age), flags);
+	}
+	b->consecutive_failures = p->consecutive;
+	b->transitions = p->transitions;
+	b->starving =
+	    (p->flags & FLAG_STARVED) != 0 || (aged && w->count < b->min_calls);
+	b->last_now_ns = now;
+	if (p->state == RX_BREAKER_OPEN) {
+		uint64_t age = rx__sat_add(p->open_age, gap);
+		if (age >= rx__ms_to_ns(b->cfg.open_ms)) {
+			b->state = RX_BREAKER_HALF_OPEN;
+		} else {
+			b->state = RX_BREAKER_OPEN;
+			b->opened_ns = rx__sat_sub(now, age);
+		}
+	} else {
+		b->state = (enum rx_breaker_state)p->state;
+	}
+	b->probes_in_flight = 0;
+}
+
+int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
+			uint64_t now_ns, uint64_t wall_now_ns)
+{
+	if (r == NULL || (buf == NULL && len > 0) || r->count != 0)
+		return RX_EINVAL;
+	const unsigned char *p = buf;
+	if (len < HEADER_SIZE + TRAILER_SIZE || memcmp(p, magic, 4) != 0)
+		return RX_ECORRUPT;
+	struct cursor c = {.r = p, .pos = 4, .end = len - TRAILER_SIZE};
+	if (get(&c, 2) != RX_SNAPSHOT_VERSION)
+		return RX_EVERSION;
+	uint64_t reserved = get(&c, 2);
+	uint64_t total = get(&c, 8);
+	uint64_t wall_snap = get(&c, 8);
+	uint32_t count = (uint32_t)get(&c, 4);
+	reserved |= get(&c, 4);
+	if (reserved != 0 || total != len)
+		return RX_ECORRUPT;
+	uint32_t crc = (uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
+		       (uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24;
+	if (crc32_ieee(p, len - TRAILER_SIZE) != crc)
+		return RX_ECORRUPT;
+
+	/* Pass 1: validate everything; nothing is applied yet. */
+	struct parsed e;
+	for (uint32_t i = 0; i < count; i++) {
+		parse_entry(&c, &e);
+		if (c.bad)
+			return RX_ECORRUPT;
+	}
+	if (c.pos != c.end)
+		return RX_ECORRUPT;
+
+	/* Pass 2: apply. Nothing below can fail. */
+	uint64_t now = rx__clock(&r->last_now_ns, now_ns);
+	uint64_t gap = rx__sat_sub(wall_now_ns, wall_snap);
+	uint64_t ttl_ns = rx__ms_to_ns(r->cfg.key_ttl_ms);
+	c.pos = HEADER_SIZE;
+	for (uint32_t i = 0; i < count; i++) {
+		parse_entry(&c, &e);
+		uint64_t idle = rx__sat_add(e.idle_age, gap);
+		bool closed = !r->gcfg.breaker_on || e.state == 0;
+		if (closed && ttl_ns > 0 && idle >= ttl_ns)
+			continue; /* the TTL would have evicted it */
+		uint32_t before = r->count;
+		struct rx__entry *x =
+		    rx__registry_insert(r, e.key, e.key_len, now);
+		if (x == NULL)
+			break; /* full: the rest does not fit */
+		if (r->count == before)
+			continue; /* a duplicate key: the first one stands */
+		x->guard.last_used_ns = rx__sat_sub(now, idle);
+		if (r->gcfg.breaker_on)
+			apply_breaker(&x->guard.breaker, &e, p, now, gap);
+		rx__registry_place(r, x);
+	}
+	return RX_OK;
+}

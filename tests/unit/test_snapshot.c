@@ -1,0 +1,477 @@
+/*
+ * test_snapshot.c - snapshot and hydrate of a registry: round trip, the
+ * idle gap ageing the window and the open period, and rejection of every
+ * corrupted byte, every truncation, a future version and a malformed entry
+ * behind a valid checksum - each leaving the registry empty.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../support/cunit_main.h"
+#include "../support/fake_clock.h"
+#include "resilix.h"
+
+#define MS RX_NS_PER_MS
+#define S (1000 * MS)
+#define WALL UINT64_C(1700000000000000000) /* some wall-clock instant */
+
+/* Reference bitwise CRC-32 (IEEE), to forge snapshots in tests. */
+static uint32_t crc32_ref(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
+static void reseal(unsigned char *buf, size_t len)
+{
+	uint32_t c = crc32_ref(buf, len - 4);
+	for (int i = 0; i < 4; i++)
+		buf[len - 4 + i] = (unsigned char)(c >> (8 * i));
+}
+
+static struct rx_guard_config guard_cfg(void)
+{
+	struct rx_guard_config gc;
+	rx_guard_config_default(&gc);
+	gc.breaker.window_calls = 50;
+	gc.breaker.min_calls = 10;
+	gc.breaker.consecutive_backstop = 4;
+	gc.breaker.slow_call_ms = 100;
+	gc.breaker.slow_call_rate = 1; /* slow calls recorded, never trip */
+	return gc;
+}
+
+static struct rx_registry *make(uint32_t max_keys, uint64_t ttl_ms,
+				const struct rx_guard_config *gc)
+{
+	struct rx_registry_config rc = {max_keys, ttl_ms};
+	struct rx_registry *r = NULL;
+	CU_ASSERT_EQUAL_FATAL(rx_registry_create(&r, &rc, gc), RX_OK);
+	return r;
+}
+
+/* Drive one call through a key's guard. */
+static void call(struct rx_registry *r, const char *key, uint64_t now,
+		 enum rx_verdict v, uint64_t latency_ms)
+{
+	struct rx_guard *g = rx_registry_acquire(r, key, strlen(key), now);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	struct rx_admit_ctx ctx = {.now_ns = now};
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	if (rx_guard_admit(g, &ctx, &p, &why) == RX_ADMIT) {
+		struct rx_observation o = {v, latency_ms * 1000, now};
+		rx_guard_settle(g, &p, &o);
+	}
+	rx_registry_release(r, g);
+}
+
+static struct rx_breaker_stats key_stats(struct rx_registry *r, const char *key,
+					 uint64_t now)
+{
+	struct rx_breaker_stats s;
+	struct rx_guard *g = rx_registry_acquire(r, key, strlen(key), now);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	rx_breaker_stats(&g->breaker, now, &s);
+	rx_registry_release(r, g);
+	return s;
+}
+
+/* A registry with a closed key (mixed window), an open key and a key
+ * whose window holds one overload. Times end at 1000 s. */
+static struct rx_registry *populated(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *r = make(16, 600000, &gc);
+	uint64_t t = 980 * S;
+	for (int i = 0; i < 30; i++, t += S / 2)
+		call(r, "10.0.0.1:80", t, i % 4 ? RX_SUCCESS : RX_TRANSIENT,
+		     (uint64_t)i * 7);
+	for (int i = 0; i < 4; i++)
+		call(r, "10.0.0.2:443", 998 * S, RX_TIMEOUT, 1); /* backstop */
+	call(r, "api.example:8443", 999 * S, RX_OVERLOAD, 150);
+	return r;
+}
+
+static unsigned char *snap(struct rx_registry *r, uint64_t now, uint64_t wall,
+			   size_t *len)
+{
+	CU_ASSERT_EQUAL(rx_snapshot_write(r, now, wall, NULL, 0, len),
+			RX_ENOSPC);
+	unsigned char *buf = malloc(*len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	size_t len2 = 0;
+	CU_ASSERT_EQUAL_FATAL(rx_snapshot_write(r, now, wall, buf, *len, &len2),
+			      RX_OK);
+	CU_ASSERT_EQUAL(len2, *len);
+	CU_ASSERT_EQUAL(len2, rx_snapshot_size(r));
+	return buf;
+}
+
+static void assert_same(const struct rx_breaker_stats *a,
+			const struct rx_breaker_stats *b)
+{
+	CU_ASSERT_EQUAL(a->state, b->state);
+	CU_ASSERT_EQUAL(a->window_count, b->window_count);
+	CU_ASSERT_EQUAL(a->window_failures, b->window_failures);
+	CU_ASSERT_EQUAL(a->window_slow, b->window_slow);
+	CU_ASSERT_EQUAL(a->consecutive_failures, b->consecutive_failures);
+	CU_ASSERT_EQUAL(a->open_remaining_ms, b->open_remaining_ms);
+	CU_ASSERT_EQUAL(a->transitions, b->transitions);
+	CU_ASSERT_EQUAL(a->starved, b->starved);
+}
+
+static void test_crc_reference(void)
+{
+	CU_ASSERT_EQUAL(crc32_ref((const unsigned char *)"123456789", 9),
+			0xcbf43926u);
+	struct rx_registry *r = populated();
+	size_t len;
+	unsigned char *buf = snap(r, 1000 * S, WALL, &len);
+	uint32_t want = crc32_ref(buf, len - 4);
+	uint32_t got = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 |
+		       (uint32_t)buf[len - 2] << 16 |
+		       (uint32_t)buf[len - 1] << 24;
+	CU_ASSERT_EQUAL(got, want);
+	CU_ASSERT_EQUAL(memcmp(buf, "RXSN", 4), 0);
+	free(buf);
+	rx_registry_destroy(r);
+}
+
+static void test_round_trip(void)
+{
+	static const char *const keys[] = {"10.0.0.1:80", "10.0.0.2:443",
+					   "api.example:8443"};
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	/* The reader's monotonic clock has another origin; no wall gap. */
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *b = make(16, 600000, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 7000 * S, WALL),
+			RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 3);
+	struct rx_breaker_stats sa, sb;
+	for (int i = 0; i < 3; i++) {
+		sa = key_stats(a, keys[i], 1000 * S);
+		sb = key_stats(b, keys[i], 7000 * S);
+		assert_same(&sa, &sb);
+	}
+	sa = key_stats(a, keys[0], 1000 * S);
+	CU_ASSERT_EQUAL(sa.window_count, 30);
+	CU_ASSERT_EQUAL(sa.window_failures, 8);
+	CU_ASSERT(sa.window_slow > 0);
+	sa = key_stats(a, keys[1], 1000 * S);
+	CU_ASSERT_EQUAL(sa.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(sa.open_remaining_ms, 3000);
+	/* A second round trip gives the same bytes (wall and now shifted). */
+	size_t len2;
+	unsigned char *buf2 = snap(b, 7000 * S, WALL, &len2);
+	CU_ASSERT_EQUAL(len2, len);
+	CU_ASSERT_EQUAL(memcmp(buf, buf2, len), 0);
+	free(buf2);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+static void test_empty_round_trip(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *a = make(4, 0, &gc);
+	size_t len;
+	unsigned char *buf = snap(a, 1, WALL, &len);
+	CU_ASSERT_EQUAL(len, 36);
+	struct rx_registry *b = make(4, 0, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5, WALL), RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 0);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+static void test_idle_gap_ages_window(void)
+{
+	struct rx_guard_config gc = guard_cfg(); /* max age 60 s */
+	struct rx_registry *a = make(4, 0, &gc);
+	/* Calls aged 50, 40, 30, 20, 10 s at the snapshot (t = 100 s). */
+	for (int i = 0; i < 5; i++)
+		call(a, "k", (50 + 10 * (uint64_t)i) * S, RX_OVERLOAD, 1);
+	size_t len;
+	unsigned char *buf = snap(a, 100 * S, WALL, &len);
+	const struct {
+		uint64_t gap_s;
+		uint32_t left;
+	} cases[] = {{0, 5}, {5, 5}, {15, 4}, {30, 2}, {49, 1}, {50, 0}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rx_registry *b = make(4, 0, &gc);
+		CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 10 * S,
+						    WALL + cases[i].gap_s * S),
+				RX_OK);
+		struct rx_breaker_stats s = key_stats(b, "k", 10 * S);
+		CU_ASSERT_EQUAL(s.window_count, cases[i].left);
+		CU_ASSERT_EQUAL(s.window_failures, 0);
+		rx_registry_destroy(b);
+	}
+	/* A wall clock that went back counts as no gap. */
+	struct rx_registry *b = make(4, 0, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 10 * S, WALL - S),
+			RX_OK);
+	CU_ASSERT_EQUAL(key_stats(b, "k", 10 * S).window_count, 5);
+	rx_registry_destroy(b);
+	free(buf);
+	rx_registry_destroy(a);
+}
+
+static void test_idle_gap_ages_open_period(void)
+{
+	struct rx_registry *a = populated(); /* 10.0.0.2 opened at 998 s */
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	struct rx_guard_config gc = guard_cfg();
+	const char *k = "10.0.0.2:443";
+
+	struct rx_registry *b = make(16, 600000, &gc);
+	rx_snapshot_hydrate(b, buf, len, 50 * S, WALL + 1 * S);
+	struct rx_breaker_stats s = key_stats(b, k, 50 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(s.open_remaining_ms, 2000);
+	rx_registry_destroy(b);
+
+	b = make(16, 600000, &gc);
+	rx_snapshot_hydrate(b, buf, len, 50 * S, WALL + 3 * S);
+	s = key_stats(b, k, 50 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_HALF_OPEN);
+	CU_ASSERT_EQUAL(s.probes_in_flight, 0);
+	/* One probe is admitted, the next call is refused. */
+	struct rx_guard *g = rx_registry_acquire(b, k, strlen(k), 50 * S);
+	struct rx_admit_ctx ctx = {.now_ns = 50 * S};
+	struct rx_gate_permit p1, p2;
+	struct rx_refusal why;
+	CU_ASSERT_EQUAL(rx_guard_admit(g, &ctx, &p1, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_admit(g, &ctx, &p2, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_HALF_OPEN_BUSY);
+	struct rx_observation o = {RX_SUCCESS, 1, 50 * S};
+	rx_guard_settle(g, &p1, &o);
+	CU_ASSERT_EQUAL(g->breaker.state, RX_BREAKER_CLOSED);
+	rx_registry_release(b, g);
+	rx_registry_destroy(b);
+	free(buf);
+	rx_registry_destroy(a);
+}
+
+static void test_ttl_and_capacity_on_hydrate(void)
+{
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	struct rx_guard_config gc = guard_cfg();
+	/* Ten idle minutes later: the closed keys are past the TTL, the
+	 * open one is kept (it comes back half-open). */
+	struct rx_registry *b = make(16, 600000, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL + 600 * S),
+			RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 1);
+	CU_ASSERT_EQUAL(key_stats(b, "10.0.0.2:443", 5 * S).state,
+			RX_BREAKER_HALF_OPEN);
+	rx_registry_destroy(b);
+	/* A registry with room for two keeps two. */
+	b = make(2, 600000, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL), RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 2);
+	rx_registry_destroy(b);
+	/* A smaller window keeps the newest calls. */
+	gc.breaker.window_calls = 10;
+	b = make(16, 600000, &gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL), RX_OK);
+	struct rx_breaker_stats s = key_stats(b, "10.0.0.1:80", 5 * S);
+	CU_ASSERT_EQUAL(s.window_count, 10);
+	CU_ASSERT_EQUAL(s.window_failures, 3); /* calls 20..29: 20, 24, 28 */
+	rx_registry_destroy(b);
+	free(buf);
+	rx_registry_destroy(a);
+}
+
+static void test_write_errors(void)
+{
+	struct rx_registry *a = populated();
+	size_t len = 0;
+	unsigned char small[8];
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_write(a, 1, WALL, small, sizeof(small), &len),
+	    RX_ENOSPC);
+	CU_ASSERT_EQUAL(len, rx_snapshot_size(a));
+	CU_ASSERT_EQUAL(rx_snapshot_write(NULL, 1, WALL, small, 8, &len),
+			RX_EINVAL);
+	CU_ASSERT_EQUAL(rx_snapshot_write(a, 1, WALL, small, 8, NULL),
+			RX_EINVAL);
+	/* Hydrating into a registry that holds keys is refused. */
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(a, buf, len, 1000 * S, WALL),
+			RX_EINVAL);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(NULL, buf, len, 1, WALL),
+			RX_EINVAL);
+	free(buf);
+	rx_registry_destroy(a);
+}
+
+static void test_every_corrupt_byte_rejected(void)
+{
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	unsigned char *bad = malloc(len);
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *b = make(16, 600000, &gc);
+	static const unsigned char flips[] = {0x01, 0x80, 0xff, 0x5a};
+	for (size_t f = 0; f < sizeof(flips); f++) {
+		for (size_t off = 0; off < len; off++) {
+			memcpy(bad, buf, len);
+			bad[off] ^= flips[f];
+			int rc = rx_snapshot_hydrate(b, bad, len, 5 * S, WALL);
+			CU_ASSERT(rc == RX_ECORRUPT || rc == RX_EVERSION);
+			CU_ASSERT_EQUAL_FATAL(rx_registry_count(b), 0);
+		}
+	}
+	/* And the original still loads into the same registry. */
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL), RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 3);
+	free(bad);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+static void test_every_truncation_rejected(void)
+{
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *b = make(16, 600000, &gc);
+	for (size_t n = 0; n < len; n++) {
+		/* A fresh copy of exactly n bytes, so ASan sees overreads. */
+		unsigned char *t = malloc(n ? n : 1);
+		memcpy(t, buf, n);
+		CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, t, n, 5 * S, WALL),
+				RX_ECORRUPT);
+		CU_ASSERT_EQUAL_FATAL(rx_registry_count(b), 0);
+		free(t);
+	}
+	/* One byte too many is corruption too. */
+	unsigned char *x = malloc(len + 1);
+	memcpy(x, buf, len);
+	x[len] = 0;
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, x, len + 1, 5 * S, WALL),
+			RX_ECORRUPT);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 0);
+	free(x);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+static void test_future_version_rejected(void)
+{
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *b = make(16, 600000, &gc);
+	buf[4] = RX_SNAPSHOT_VERSION + 1;
+	reseal(buf, len);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL),
+			RX_EVERSION);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 0);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+/* Offsets of the last entry's fields, found by walking the format. */
+static size_t last_entry_offset(const unsigned char *buf, size_t len)
+{
+	size_t pos = 32, last = 32;
+	uint32_t count = (uint32_t)buf[24] | (uint32_t)buf[25] << 8;
+	for (uint32_t i = 0; i < count; i++) {
+		last = pos;
+		size_t kl = (size_t)buf[pos] | (size_t)buf[pos + 1] << 8;
+		pos += 2 + kl + 30;
+		uint32_t slots = (uint32_t)buf[pos] | (uint32_t)buf[pos + 1]
+							  << 8;
+		pos += 4 + 9 * (size_t)slots;
+	}
+	CU_ASSERT_EQUAL(pos, len - 4);
+	return last;
+}
+
+static void test_malformed_entry_behind_valid_checksum(void)
+{
+	struct rx_registry *a = populated();
+	size_t len;
+	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	size_t last = last_entry_offset(buf, len);
+	size_t kl = (size_t)buf[last] | (size_t)buf[last + 1] << 8;
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *b = make(16, 600000, &gc);
+	unsigned char *bad = malloc(len);
+	/* state 3, unknown entry flag, unknown slot flag, key too long,
+	 * entry count one too high, reserved field set. */
+	const struct {
+		size_t off;
+		unsigned char val;
+	} cases[] = {{last + 2 + kl, 3},
+		     {last + 2 + kl + 1, 2},
+		     {len - 4 - 1, 4},
+		     {last + 1, 0x7f},
+		     {24, 4},
+		     {6, 1},
+		     {28, 1}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memcpy(bad, buf, len);
+		bad[cases[i].off] = cases[i].val;
+		reseal(bad, len);
+		CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, bad, len, 5 * S, WALL),
+				RX_ECORRUPT);
+		CU_ASSERT_EQUAL_FATAL(rx_registry_count(b), 0);
+	}
+	/* Slot ages out of order (the newest older than the oldest). */
+	memcpy(bad, buf, len);
+	size_t first_key = 32;
+	size_t k0 = (size_t)bad[first_key] | (size_t)bad[first_key + 1] << 8;
+	size_t slots0 = first_key + 2 + k0 + 34;
+	memset(bad + slots0 + 9, 0xff, 8);
+	reseal(bad, len);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, bad, len, 5 * S, WALL),
+			RX_ECORRUPT);
+	CU_ASSERT_EQUAL(rx_registry_count(b), 0);
+	free(bad);
+	free(buf);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+}
+
+int main(void)
+{
+	static const struct rx_test tests[] = {
+	    {"crc matches the reference", test_crc_reference},
+	    {"round trip", test_round_trip},
+	    {"empty round trip", test_empty_round_trip},
+	    {"idle gap ages the window", test_idle_gap_ages_window},
+	    {"idle gap ages the open period", test_idle_gap_ages_open_period},
+	    {"ttl and capacity on hydrate", test_ttl_and_capacity_on_hydrate},
+	    {"write errors", test_write_errors},
+	    {"every corrupt byte rejected", test_every_corrupt_byte_rejected},
+	    {"every truncation rejected", test_every_truncation_rejected},
+	    {"future version rejected", test_future_version_rejected},
+	    {"malformed entry behind a valid checksum",
+	     test_malformed_entry_behind_valid_checksum},
+	    {NULL, NULL},
+	};
+	return rx_run_suite("snapshot", tests);
+}
