@@ -1,0 +1,62 @@
+#!/bin/bash
+# exports.sh - the shim exports exactly the libc names it interposes.
+#
+# libresilix_preload.so is built with -fvisibility=hidden, core included:
+# anything else in its dynamic symbol table would interpose a symbol of
+# the host program or of another library (a core function named like the
+# application's own), or grow an ABI nobody promised. The list below is
+# the contract; a wrapper added to preload/ must be added here too.
+#
+# Tolerated besides the list: symbols the toolchain puts in every shared
+# object (_init, _fini, and the section markers of older linkers), and
+# those a sanitizer build adds (__asan_*, __ubsan_*, __tsan_*, ...).
+. "$(dirname "$0")/lib.sh"
+rx_need nm
+[ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
+
+expected="__read_chk
+__recv_chk
+__recvfrom_chk
+accept
+accept4
+close
+connect
+dup
+dup2
+dup3
+getsockopt
+read
+readv
+recv
+recvfrom
+recvmsg
+send
+sendmsg
+sendto
+socket
+write
+writev"
+
+got=$RX_TMP/exports
+nm -D --defined-only "$RESILIX_SO" >"$RX_TMP/nm.out" ||
+	rx_fail "nm -D failed on $RESILIX_SO"
+# nm prints "ADDRESS TYPE NAME"; strip version suffixes (name@@VER).
+awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' "$RX_TMP/nm.out" |
+	grep -Ev '^(_init|_fini|_edata|_end|__bss_start)$' |
+	grep -Ev '^_*(asan|ubsan|tsan|sanitizer|lsan|odr_asan)' |
+	LC_ALL=C sort -u >"$got"
+printf '%s\n' "$expected" | LC_ALL=C sort -u >"$RX_TMP/expected"
+rx_dump_on_fail "$RX_TMP/nm.out"
+
+extra=$(LC_ALL=C comm -13 "$RX_TMP/expected" "$got" | paste -sd' ')
+missing=$(LC_ALL=C comm -23 "$RX_TMP/expected" "$got" | paste -sd' ')
+rx_assert_eq "exported symbols that are not interposed libc names" "" "$extra"
+rx_assert_eq "interposed libc names that are not exported" "" "$missing"
+
+# Every exported name must be a function (T), never data or a weak alias
+# that a later library could silently override.
+nonfunc=$(awk 'NF >= 3 && $2 != "T" { print $3 }' "$RX_TMP/nm.out" |
+	grep -Ev '^(_init|_fini|_edata|_end|__bss_start)$' |
+	grep -Ev '^_*(asan|ubsan|tsan|sanitizer|lsan|odr_asan)' | paste -sd' ')
+rx_assert_eq "exported names that are not plain functions" "" "$nonfunc"
+rx_pass "$(wc -l <"$got" | tr -d ' ') names"
