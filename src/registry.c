@@ -335,6 +335,8 @@ struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
 {
 	if (r == NULL || (key == NULL && len > 0))
 		return NULL;
+	if (key == NULL)
+		key = "";
 	if (len > RX_KEY_MAX)
 		len = RX_KEY_MAX;
 	uint64_t now = rx__clock(&r->last_now_ns, now_ns);

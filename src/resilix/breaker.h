@@ -69,12 +69,14 @@ const char *rx_breaker_state_name(enum rx_breaker_state s);
 struct rx_breaker_config {
 	double failure_rate;           /* [0,1], default 0.5; 1 disables */
 	double slow_call_rate;         /* [0,1], default 0.5; 1 disables */
-	uint64_t slow_call_ms;         /* 0 = slow condition off (default) */
-	uint32_t consecutive_backstop; /* 0 = off; default 5 */
+	uint64_t slow_call_ms;         /* 0 = slow condition off (default);
+	                                  at most 86400000 */
+	uint32_t consecutive_backstop; /* 0 = off; default 5; <= 100000 */
 	uint32_t min_calls;            /* 1..100000; default 20; a value
 	                                  above window_calls is clamped to it */
 	uint32_t window_calls;         /* 1..100000; default 100 */
-	uint64_t window_max_age_ms;    /* 0 = none; default 60000 */
+	uint64_t window_max_age_ms;    /* 0 = none; default 60000;
+	                                  at most 86400000 */
 	uint64_t open_ms;              /* 1..86400000; default 5000 */
 	uint32_t half_open_probes;     /* 1..1000; default 1 */
 };

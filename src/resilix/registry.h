@@ -10,6 +10,15 @@
  * breaker is not closed. When full and nothing can be evicted, acquire
  * returns NULL: the caller passes the call through unguarded, and the
  * overflow counter says so.
+ *
+ * Eviction (registry.c): when full, the least recently released idle
+ * entry goes (an LRU list, O(1)). Hold the pin from admit to settle: the
+ * registry judges an entry by the state it had when last released, so a
+ * guard settled while unpinned becomes evictable only once a bounded scan
+ * (a few entries per acquire) comes across it. Idle TTL: each acquire
+ * evicts up to two entries idle for key_ttl_ms, and a key found after that
+ * long idle starts from fresh state. Lookup is open addressing with
+ * backward-shift deletion (no tombstones), FNV-1a hashed.
  */
 #ifndef RESILIX_REGISTRY_H
 #define RESILIX_REGISTRY_H
@@ -27,7 +36,8 @@ extern "C" {
 
 struct rx_registry_config {
 	uint32_t max_keys;   /* 1..1000000, default 1024 */
-	uint64_t key_ttl_ms; /* idle time before eviction, default 600000 */
+	uint64_t key_ttl_ms; /* idle time before eviction, default 600000;
+	                        0 = no idle eviction; at most 30 days */
 };
 
 void rx_registry_config_default(struct rx_registry_config *cfg);

@@ -85,6 +85,8 @@ static void test_lookup_and_keys(void)
 	struct rx_guard *e = rx_registry_acquire(r, "", 0, 3);
 	CU_ASSERT_PTR_NOT_NULL(e);
 	CU_ASSERT_STRING_EQUAL(rx_registry_key(r, e), "");
+	CU_ASSERT_PTR_EQUAL(rx_registry_acquire(r, NULL, 0, 3), e);
+	CU_ASSERT_PTR_NULL(rx_registry_acquire(r, NULL, 4, 3));
 	/* Prefix keys are distinct. */
 	CU_ASSERT_PTR_NOT_EQUAL(get(r, "a:", 3), a);
 	rx_registry_destroy(r);
