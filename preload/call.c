@@ -999,8 +999,10 @@ static int init_once(void)
 		start_failed("cannot register fork handlers", RX_ENOMEM);
 		return INIT_OFF;
 	}
+	/* Debug, not info: a shell script under the shim starts many
+	 * processes, and info is for what the breakers do. */
 	b = &cfg.guard.breaker;
-	rx__log(RX_LOG_INFO,
+	rx__log(RX_LOG_DEBUG,
 	        "event=start failure_rate=%s slow_call_rate=%s "
 	        "slow_call_ms=%llu consecutive_backstop=%u min_calls=%u "
 	        "window_calls=%u window_max_age_ms=%llu open_ms=%llu "
