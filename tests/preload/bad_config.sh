@@ -4,7 +4,8 @@
 # value), then passes everything through. The program still runs correctly
 # (curl fetches a 200 from the upstream) and no policy guards it, even with
 # otherwise aggressive settings and a failing upstream: ten 500s all reach
-# the upstream, no breaker trips.
+# the upstream, no breaker trips. Checked with curl and with the C client,
+# one process each: each prints its own single line.
 #
 # RESILIX_FAILURE_RATE=1 is valid but can never be exceeded; the shim
 # prints a one-line notice naming it (DESIGN: "Configuration").
@@ -35,48 +36,70 @@ cases=(
 	"RESILIX_LOG=loud"
 )
 
+# check_case VAR=VALUE NAME OUT ERR CALLS: one guarded process printed
+# exactly one line naming the variable and the value, and every one of the
+# CALLS 500s it made reached the upstream.
+check_case() {
+	local c=$1 what=$2 err=$4 calls=$5 before=$6
+	local var=${c%%=*} val=${c#*=}
+	rx_assert_eq "$c ($what): stderr lines" 1 "$(wc -l <"$err" | tr -d ' ')"
+	rx_assert_grep "$c ($what): the line names the variable" "$var" "$err"
+	grep -qF -- "$val" "$err" ||
+		rx_fail "$c ($what): the line does not show the value: $(cat "$err")"
+	rx_assert_eq "$c ($what): every 500 reached the upstream (pass-through)" \
+		"$calls" $(($(rx_count bad) - before))
+}
+
 i=0
 for c in "${cases[@]}"; do
 	i=$((i + 1))
-	var=${c%%=*} val=${c#*=}
-	out=$RX_TMP/case$i.out err=$RX_TMP/case$i.err
-	before=$(rx_count bad)
 	# The bad variable comes last, so it overrides a valid one of the
 	# same name.
-	rx_shim "${valid[@]}" "$c" curl -s -o /dev/null -w '%{http_code}\n' \
-		"http://127.0.0.1:$GOOD/ok" "http://127.0.0.1:$BAD/[1-10]" \
-		>"$out" 2>"$err"
-	rc=$?
-	if [ "$rc" != 0 ] || [ "$(head -n1 "$out")" != 200 ] ||
-		[ "$(grep -c '^500$' "$out")" != 10 ]; then
-		rx_fail "$c: curl did not run correctly (exit $rc): $(paste -sd' ' "$out") / stderr: $(cat "$err")"
+
+	# curl: a 200 from the healthy upstream, then ten 500s.
+	if rx_usable curl; then
+		out=$RX_TMP/curl$i.out err=$RX_TMP/curl$i.err
+		before=$(rx_count bad)
+		rx_shim "${valid[@]}" "$c" curl -s -o /dev/null \
+			-w '%{http_code}\n' "http://127.0.0.1:$GOOD/ok" \
+			"http://127.0.0.1:$BAD/[1-10]" >"$out" 2>"$err"
+		rc=$?
+		if [ "$rc" != 0 ] || [ "$(head -n1 "$out")" != 200 ] ||
+			[ "$(grep -c '^500$' "$out")" != 10 ]; then
+			rx_fail "$c: curl did not run correctly (exit $rc): $(paste -sd' ' "$out") / stderr: $(cat "$err")"
+		fi
+		check_case "$c" curl "$out" "$err" 10 "$before"
 	fi
-	rx_assert_eq "$c: stderr lines" 1 "$(wc -l <"$err" | tr -d ' ')"
-	rx_assert_grep "$c: the line names the variable" "$var" "$err"
-	grep -qF -- "$val" "$err" ||
-		rx_fail "$c: the line does not show the value: $(cat "$err")"
-	rx_assert_eq "$c: all ten 500s reached the upstream (pass-through)" 10 \
-		$(($(rx_count bad) - before))
+
+	# The C client: ten 500s, a new connection each.
+	out=$RX_TMP/client$i.out err=$RX_TMP/client$i.err
+	before=$(rx_count bad)
+	rx_shim "${valid[@]}" "$c" "$CLIENT" --port "$BAD" --requests 10 \
+		>"$out" 2>"$err" || rx_fail "$c: client exit status $?"
+	rx_assert_eq "$c (client): calls answered 500" 10 \
+		"$(grep -c ' 500 OK 1$' "$out")"
+	check_case "$c" client "$out" "$err" 10 "$before"
 done
 
 # A valid but surprising value: a notice, and the program runs.
 out=$RX_TMP/rate1.out err=$RX_TMP/rate1.err
-rx_shim RESILIX_FAILURE_RATE=1 curl -s -w '%{http_code}\n' -o /dev/null \
-	"http://127.0.0.1:$GOOD/ok" >"$out" 2>"$err" ||
-	rx_fail "RESILIX_FAILURE_RATE=1: curl exit status $?"
-rx_assert_eq "RESILIX_FAILURE_RATE=1: curl fetched" 200 "$(cat "$out")"
+rx_shim RESILIX_FAILURE_RATE=1 "$CLIENT" --port "$GOOD" --requests 3 \
+	>"$out" 2>"$err" || rx_fail "RESILIX_FAILURE_RATE=1: client exit status $?"
+rx_assert_eq "RESILIX_FAILURE_RATE=1: calls answered 200" 3 \
+	"$(grep -c ' 200 OK 1$' "$out")"
 rx_assert_eq "RESILIX_FAILURE_RATE=1: notice lines" 1 \
 	"$(wc -l <"$err" | tr -d ' ')"
 rx_assert_grep "RESILIX_FAILURE_RATE=1: the notice names the variable" \
 	RESILIX_FAILURE_RATE "$err"
 
-# The good settings alone print nothing and do guard (control).
+# The valid settings alone print nothing and do guard (control).
 out=$RX_TMP/control.out err=$RX_TMP/control.err
 before=$(rx_count bad)
-rx_shim "${valid[@]}" curl -s -o /dev/null -w '%{http_code}\n' \
-	"http://127.0.0.1:$BAD/[1-10]" >"$out" 2>"$err"
+rx_shim "${valid[@]}" "$CLIENT" --port "$BAD" --requests 10 \
+	>"$out" 2>"$err" || rx_fail "control: client exit status $?"
 rx_assert_eq "control: stderr lines with valid settings" 0 \
 	"$(wc -l <"$err" | tr -d ' ')"
 rx_assert_le "control: 500s that reached the upstream (guarded)" \
 	$(($(rx_count bad) - before)) 4
+rx_assert_ge "control: calls refused" "$(grep -c ' ECONNREFUSED 0$' "$out")" 6
 rx_pass

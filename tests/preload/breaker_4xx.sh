@@ -15,15 +15,20 @@ guard=(RESILIX_LOG=info RESILIX_FAILURE_RATE=0.1 RESILIX_MIN_CALLS=3
 for code in 404 422; do
 	rx_upstream_start "s$code" --phases "0:status:$code"
 
+	expect=0
 	# curl: one invocation, one kept-alive connection.
-	out=$RX_TMP/curl$code.out err=$RX_TMP/curl$code.err
-	rx_dump_on_fail "$out" "$err"
-	rx_shim "${guard[@]}" curl -s -o /dev/null \
-		-w '%{http_code} %{exitcode}\n' \
-		"http://127.0.0.1:$RX_PORT/x/[1-$N]" >"$out" 2>"$err"
-	rx_assert_eq "curl: transfers answered $code" $N \
-		"$(grep -c "^$code 0\$" "$out")"
-	rx_assert_eq "curl: no transition on $code" "" "$(rx_transitions "$err")"
+	if rx_usable curl; then
+		out=$RX_TMP/curl$code.out err=$RX_TMP/curl$code.err
+		rx_dump_on_fail "$out" "$err"
+		rx_shim "${guard[@]}" curl -s -o /dev/null \
+			-w '%{http_code} %{exitcode}\n' \
+			"http://127.0.0.1:$RX_PORT/x/[1-$N]" >"$out" 2>"$err"
+		rx_assert_eq "curl: transfers answered $code" $N \
+			"$(grep -c "^$code 0\$" "$out")"
+		rx_assert_eq "curl: no transition on $code" "" \
+			"$(rx_transitions "$err")"
+		expect=$N
+	fi
 
 	# The C client: a new connection per request.
 	out=$RX_TMP/client$code.out err=$RX_TMP/client$code.err
@@ -35,7 +40,7 @@ for code in 404 422; do
 	rx_assert_eq "client: no transition on $code" "" \
 		"$(rx_transitions "$err")"
 
-	rx_assert_eq "requests that reached the upstream ($code)" $((2 * N)) \
+	rx_assert_eq "requests that reached the upstream ($code)" $((expect + N)) \
 		"$(rx_count "s$code" "$code")"
 	rx_upstream_stop "s$code"
 done
