@@ -51,10 +51,8 @@ static double parabolic(const struct rx_p2 *e, int i, double s)
 
 	return e->q[i] +
 	       s / (n_hi - n_lo) *
-	               ((n_i - n_lo + s) * (e->q[i + 1] - e->q[i]) /
-	                        (n_hi - n_i) +
-	                (n_hi - n_i - s) * (e->q[i] - e->q[i - 1]) /
-	                        (n_i - n_lo));
+		   ((n_i - n_lo + s) * (e->q[i + 1] - e->q[i]) / (n_hi - n_i) +
+		    (n_hi - n_i - s) * (e->q[i] - e->q[i - 1]) / (n_i - n_lo));
 }
 
 /* Linear prediction towards the neighbour in direction @s, as a convex

@@ -31,11 +31,11 @@ extern "C" {
 /* The estimator. Fields are public so callers can embed it without
  * allocating; treat them as private and use the functions. */
 struct rx_p2 {
-	double p;         /* the quantile, 0 < p < 1 */
-	double q[5];      /* marker heights; the first count samples, sorted,
-	                     while count < 5 */
-	uint64_t n[5];    /* marker positions, 1-based */
-	uint64_t count;   /* observations taken */
+	double p;	/* the quantile, 0 < p < 1 */
+	double q[5];	/* marker heights; the first count samples, sorted,
+			   while count < 5 */
+	uint64_t n[5];	/* marker positions, 1-based */
+	uint64_t count; /* observations taken */
 };
 
 /*

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../support/cunit_main.h"
 #include "resilix/error.h"
 #include "resilix/p2.h"
 #include "resilix/rng.h"
-#include "support/cunit_main.h"
 
 #define N_SAMPLES 10000
 #define N_SEEDS 20
@@ -115,11 +115,10 @@ static void check_accuracy(enum dist d)
 	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
 		struct errors w = worst_errors(d, ps[i]);
 		double value_bound =
-		        d == LOGNORMAL && ps[i] > 0.95 ? 0.08 : 0.03;
+		    d == LOGNORMAL && ps[i] > 0.95 ? 0.08 : 0.03;
 		printf("\n    p2 %-11s p%-2g: worst value error %5.2f %%, "
 		       "worst rank error %.2f pp",
-		       dist_name[d], ps[i] * 100, w.value * 100,
-		       w.rank * 100);
+		       dist_name[d], ps[i] * 100, w.value * 100, w.rank * 100);
 		CU_ASSERT(w.value <= value_bound);
 		CU_ASSERT(w.rank <= 0.005);
 	}
@@ -183,8 +182,8 @@ static void test_exact_for_first_five(void)
 				s[i] = xs[i];
 			qsort(s, n, sizeof s[0], cmp_double);
 			CU_ASSERT_DOUBLE_EQUAL(rx_p2_value(&e),
-			                       exact_quantile(s, n, ps[pi]),
-			                       1e-12);
+					       exact_quantile(s, n, ps[pi]),
+					       1e-12);
 			CU_ASSERT_EQUAL(rx_p2_count(&e), n);
 		}
 	}
@@ -278,17 +277,17 @@ static void test_estimate_within_range(void)
 }
 
 static const struct rx_test tests[] = {
-	{"init rejects p outside (0,1)", test_init_rejects_bad_p},
-	{"empty estimator is 0", test_empty_is_zero},
-	{"exact for the first five samples", test_exact_for_first_five},
-	{"ignores NaN and infinities", test_ignores_nan_and_infinities},
-	{"degenerate streams stay finite", test_degenerate_streams},
-	{"init resets", test_init_resets},
-	{"estimate within observed range", test_estimate_within_range},
-	{"accuracy uniform", test_accuracy_uniform},
-	{"accuracy exponential", test_accuracy_exponential},
-	{"accuracy log-normal", test_accuracy_lognormal},
-	{NULL, NULL},
+    {"init rejects p outside (0,1)", test_init_rejects_bad_p},
+    {"empty estimator is 0", test_empty_is_zero},
+    {"exact for the first five samples", test_exact_for_first_five},
+    {"ignores NaN and infinities", test_ignores_nan_and_infinities},
+    {"degenerate streams stay finite", test_degenerate_streams},
+    {"init resets", test_init_resets},
+    {"estimate within observed range", test_estimate_within_range},
+    {"accuracy uniform", test_accuracy_uniform},
+    {"accuracy exponential", test_accuracy_exponential},
+    {"accuracy log-normal", test_accuracy_lognormal},
+    {NULL, NULL},
 };
 
 int main(void)
