@@ -13,6 +13,8 @@
 #include "resilix/policy.h"
 #include "resilix/window.h"
 #include "resilix/breaker.h"
+#include "resilix/p2.h"
+#include "resilix/limiter.h"
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"

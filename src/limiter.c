@@ -1,0 +1,736 @@
+/*
+ * limiter.c - the adaptive concurrency limiter (limiter.h).
+ *
+ * One struct, three update rules behind one switch: Vegas queue estimation
+ * (Netflix concurrency-limits VegasLimit, the default), gradient2 (NCL
+ * Gradient2Limit) and AIMD (NCL AIMDLimit), windowed as NCL's WindowedLimit
+ * and failsafe-go's adaptive limiter do, with a P² p90 (Jain & Chlamtac
+ * 1985, p2.c) as the latency signal and failsafe-go's queueing bands in
+ * front (queue to 2L, shed linearly to 3L). limiter.h states every rule and
+ * default with its source; the decisions that are ours, and why:
+ *
+ *   - admit writes nothing but in_flight (and the shed counters on a
+ *     refusal). The peak concurrency of a window is taken from the tickets
+ *     at settlement (NCL hands its limit the in-flight count at
+ *     acquisition the same way), staleness is computed from the time
+ *     rather than written, and only settle records the clock. So admit
+ *     followed by settle(RX_REJECTED) leaves every byte of the limiter as
+ *     it was (ADR-007).
+ *   - Drops (overload, timeout) decrease the limit at once, multiplicatively
+ *     (drop_backoff, NCL AIMD's 0.9, for all three algorithms: NCL Vegas
+ *     subtracts log10 L, which is nothing at L = 500, and NCL gradient2
+ *     ignores drops). Only a call admitted after the previous
+ *     drop-decrease can cause the next one (the ticket carries the drop
+ *     epoch): a burst of 429s from calls sent together is one congestion
+ *     signal, as for TCP; a storm that goes on shrinks the limit by a
+ *     tenth every round trip.
+ *   - The tether caps growth at growth_tether x the window's peak in
+ *     flight and never lowers a limit (a lull is not evidence).
+ *   - Baselines are re-measured by draining, not adopted from a loaded
+ *     window: NCL Vegas's probe (rtt_noload := current rtt) is harmless
+ *     with per-sample minima but, with a windowed p90, each probe took in
+ *     the queue the limit itself caused and the limit drifted to 3.9 C in
+ *     a simulated hour (tests/unit/test_limiter.c keeps the regression).
+ *     A probe window admits L / 2 and measures only what it admitted; its
+ *     result may raise the baseline only when halving the concurrency
+ *     left latency within a quarter of where it was (the upstream became
+ *     slower), so a probe during a capacity collapse, when L / 2 still
+ *     queues, cannot inflate it. gradient2's long EMA takes only windows
+ *     within rtt_tolerance of it for the same reason (NCL's drifts).
+ *   - After 5 consecutive windows that ask for less but cannot get it
+ *     (Envoy's "5 windows at the minimum"), the baseline is re-measured
+ *     from the current window, so no baseline can pin the limit down.
+ *   - The probe cadence's U[0.5, 1) jitter is a SplitMix64 hash of the
+ *     settlement time and the update count: settle has no generator
+ *     (struct rx_observation), and the hash keeps runs reproducible under
+ *     an injected clock while desynchronising keys.
+ *   - Latencies of 0 µs count as 1 µs in ratios (no division by zero);
+ *     every new limit is checked finite and clamped, so no sample stream
+ *     can make it NaN, 0 or larger than max_limit. The limit is a double
+ *     (gradient2 smooths in fractions); admission uses its floor.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+#include "resilix/error.h"
+#include "resilix/limiter.h"
+
+/* Gradient2 averages its first windows before it starts the EMA (NCL
+ * ExpAvgMeasurement warm-up). */
+#define GRADIENT2_WARMUP_WINDOWS 10
+/* The first re-probe comes early; a probe whose latency fell below this
+ * share of the window before it saw load-dependent latency: see probe()
+ * and close_window(). */
+#define PROBE_RESPONSE 0.75
+#define FIRST_PROBE_WINDOWS 10
+/* Envoy re-measures minRTT after this many windows at the minimum. */
+#define STUCK_WINDOWS_BEFORE_REBASE 5
+
+static const char *const algorithm_names[RX_LIMITER_ALGORITHM_COUNT] = {
+    [RX_LIMITER_VEGAS] = "vegas",
+    [RX_LIMITER_GRADIENT2] = "gradient2",
+    [RX_LIMITER_AIMD] = "aimd",
+};
+
+const char *rx_limiter_algorithm_name(enum rx_limiter_algorithm a)
+{
+	if ((unsigned)a >= RX_LIMITER_ALGORITHM_COUNT)
+		return "unknown";
+	return algorithm_names[a];
+}
+
+int rx_limiter_algorithm_parse(const char *name, enum rx_limiter_algorithm *out)
+{
+	if (name == NULL || out == NULL)
+		return RX_EINVAL;
+	for (unsigned i = 0; i < RX_LIMITER_ALGORITHM_COUNT; i++) {
+		if (strcmp(name, algorithm_names[i]) == 0) {
+			*out = (enum rx_limiter_algorithm)i;
+			return RX_OK;
+		}
+	}
+	return RX_EINVAL;
+}
+
+void rx_limiter_config_default(struct rx_limiter_config *cfg)
+{
+	cfg->algorithm = RX_LIMITER_VEGAS;
+	cfg->min_limit = 4;
+	cfg->max_limit = 1000;
+	cfg->initial_limit = 20;
+	cfg->quantile = 0.9;
+	cfg->window_min_samples = 50;
+	cfg->window_min_ms = 100;
+	cfg->window_max_ms = 30000;
+	cfg->stale_ms = 30000;
+	cfg->growth_tether = 2.0;
+	cfg->drop_backoff = 0.9;
+	cfg->rtt_tolerance = 1.5;
+	cfg->probe_multiplier = 30;
+	cfg->gradient2_long_window = 600;
+	cfg->gradient2_smoothing = 0.2;
+	cfg->gradient2_queue_size = 4;
+}
+
+/* Fail with a static sentence. */
+static int invalid(const char **why, const char *sentence)
+{
+	if (why != NULL)
+		*why = sentence;
+	return RX_EINVAL;
+}
+
+int rx_limiter_config_check(const struct rx_limiter_config *cfg,
+			    const char **why)
+{
+	if (cfg == NULL)
+		return invalid(why, "limiter configuration is missing");
+	if ((unsigned)cfg->algorithm >= RX_LIMITER_ALGORITHM_COUNT)
+		return invalid(why,
+			       "algorithm must be vegas, gradient2 or aimd");
+	if (cfg->max_limit < 1 || cfg->max_limit > 1000000)
+		return invalid(why, "max_limit must be in 1..1000000");
+	if (cfg->min_limit < 1 || cfg->min_limit > cfg->max_limit)
+		return invalid(why, "min_limit must be in 1..max_limit");
+	if (cfg->initial_limit < cfg->min_limit ||
+	    cfg->initial_limit > cfg->max_limit)
+		return invalid(why,
+			       "initial_limit must be in min_limit..max_limit");
+	/* Every double test is written so that NaN fails it. */
+	if (!(cfg->quantile > 0.0 && cfg->quantile < 1.0))
+		return invalid(why, "quantile must be in (0, 1), exclusive");
+	if (cfg->window_min_samples < 1 || cfg->window_min_samples > 1000000)
+		return invalid(why, "window_min_samples must be in 1..1000000");
+	if (cfg->window_min_ms < 1 || cfg->window_min_ms > 3600000)
+		return invalid(why, "window_min_ms must be in 1..3600000 ms");
+	if (cfg->window_max_ms < cfg->window_min_ms ||
+	    cfg->window_max_ms > 3600000)
+		return invalid(why, "window_max_ms must be in "
+				    "window_min_ms..3600000 ms");
+	if (cfg->stale_ms < 1 || cfg->stale_ms > 86400000)
+		return invalid(why, "stale_ms must be in 1..86400000 ms");
+	if (!(cfg->growth_tether >= 1.0 && cfg->growth_tether <= 100.0))
+		return invalid(why, "growth_tether must be in [1, 100]");
+	if (!(cfg->drop_backoff >= 0.5 && cfg->drop_backoff < 1.0))
+		return invalid(why, "drop_backoff must be in [0.5, 1)");
+	if (!(cfg->rtt_tolerance >= 1.0 && cfg->rtt_tolerance <= 10.0))
+		return invalid(why, "rtt_tolerance must be in [1, 10]");
+	if (cfg->probe_multiplier < 1 || cfg->probe_multiplier > 1000000)
+		return invalid(why, "probe_multiplier must be in 1..1000000");
+	if (cfg->gradient2_long_window < 1 ||
+	    cfg->gradient2_long_window > 1000000)
+		return invalid(why,
+			       "gradient2_long_window must be in 1..1000000");
+	if (!(cfg->gradient2_smoothing > 0.0 &&
+	      cfg->gradient2_smoothing <= 1.0))
+		return invalid(why, "gradient2_smoothing must be in (0, 1]");
+	if (cfg->gradient2_queue_size > 1000)
+		return invalid(why, "gradient2_queue_size must be in 0..1000");
+	return RX_OK;
+}
+
+/* SplitMix64's finaliser (Steele, Lea, Flood 2014), as a hash. */
+static uint64_t mix64(uint64_t z)
+{
+	z += UINT64_C(0x9e3779b97f4a7c15);
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* A U[0.5, 1) probe jitter from @seed. */
+static double probe_jitter(uint64_t seed)
+{
+	return 0.5 + 0.5 * ((double)(mix64(seed) >> 11) * 0x1.0p-53);
+}
+
+/* A double as uint64_t, saturating (a cast of an out-of-range double is
+ * undefined behaviour). */
+static uint64_t to_u64(double v)
+{
+	if (!(v > 0.0))
+		return 0;
+	if (v >= 18446744073709551615.0)
+		return UINT64_MAX;
+	return (uint64_t)v;
+}
+
+static void window_reset(struct rx_limiter *l)
+{
+	(void)rx_p2_init(&l->window, l->cfg.quantile);
+	l->window_start_ns = 0;
+	l->window_min_us = UINT64_MAX;
+	l->window_peak = 0;
+	l->window_open = false;
+	l->window_drop = false;
+}
+
+int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
+{
+	if (l == NULL || rx_limiter_config_check(cfg, NULL) != RX_OK)
+		return RX_EINVAL;
+	/* Zero every byte, padding included, so copies compare equal. */
+	memset(l, 0, sizeof *l);
+	l->cfg = *cfg;
+	l->limit = (double)cfg->initial_limit;
+	l->probe_jitter = probe_jitter(0);
+	window_reset(l);
+	return RX_OK;
+}
+
+/* Has no evidence been settled for stale_ms, as of @now (clamped)? */
+static bool is_stale(const struct rx_limiter *l, uint64_t now)
+{
+	return rx__sat_sub(now, l->last_evidence_ns) >=
+	       rx__ms_to_ns(l->cfg.stale_ms);
+}
+
+/* The limit L at @now_ns, staleness included: the bands' unit. */
+static uint32_t effective_limit(const struct rx_limiter *l, uint64_t now_ns)
+{
+	uint64_t now = rx__clock_peek(l->last_now_ns, now_ns);
+	uint32_t limit = (uint32_t)l->limit; /* in [1, 1000000] */
+
+	if (limit < l->cfg.initial_limit && is_stale(l, now))
+		limit = l->cfg.initial_limit;
+	return limit;
+}
+
+/* The calls that may be in flight: L, or half of it (not below
+ * min_limit) while a probe drains the upstream's queue. */
+static uint32_t slot_limit(const struct rx_limiter *l, uint32_t limit)
+{
+	uint32_t half = limit / 2;
+
+	if (!l->probing)
+		return limit;
+	return half > l->cfg.min_limit ? half : l->cfg.min_limit;
+}
+
+static void refuse(struct rx_refusal *why)
+{
+	if (why != NULL) {
+		why->reason = RX_REASON_LIMITER_FULL;
+		why->retry_after_ms = 0;
+	}
+}
+
+/* Admit one call: the only write admit makes. */
+static void take_slot(struct rx_limiter *l, uint64_t now_ns,
+		      struct rx_ticket *ticket)
+{
+	l->in_flight = rx__sat_inc32(l->in_flight);
+	ticket->start_ns = rx__clock_peek(l->last_now_ns, now_ns);
+	ticket->generation = l->drop_epoch;
+	ticket->flags = l->in_flight; /* concurrency at admission, itself
+					 included */
+}
+
+enum rx_decision rx_limiter_admit(struct rx_limiter *l,
+				  const struct rx_admit_ctx *ctx,
+				  struct rx_ticket *ticket,
+				  struct rx_refusal *why)
+{
+	uint64_t limit = effective_limit(l, ctx->now_ns);
+	uint64_t slots = slot_limit(l, (uint32_t)limit);
+	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
+
+	/* Free slots beyond those the waiters will claim: newcomers do not
+	 * overtake the queue. */
+	if (backlog < slots) {
+		take_slot(l, ctx->now_ns, ticket);
+		return RX_ADMIT;
+	}
+	refuse(why);
+	if (!ctx->can_wait) {
+		l->shed_nonblocking = rx__sat_add(l->shed_nonblocking, 1);
+		return RX_REFUSE;
+	}
+	if (backlog < 2 * limit)
+		return RX_QUEUE;
+	if (backlog >= 3 * limit) {
+		l->shed_full = rx__sat_add(l->shed_full, 1);
+		return RX_REFUSE;
+	}
+	/* 2L <= backlog < 3L: shed with probability (backlog - 2L) / L,
+	 * which is 0 at exactly 2L (no draw then). */
+	uint64_t over = backlog - 2 * limit;
+	if (over > 0 &&
+	    (ctx->rng == NULL ||
+	     rx_rng_unit(ctx->rng) < (double)over / (double)limit)) {
+		l->shed_band = rx__sat_add(l->shed_band, 1);
+		return RX_REFUSE;
+	}
+	return RX_QUEUE;
+}
+
+/* The next limit after tether, clamp and finiteness (limiter.h). */
+static double bound_limit(const struct rx_limiter *l, double old, double next)
+{
+	double min = (double)l->cfg.min_limit;
+	double max = (double)l->cfg.max_limit;
+
+	if (!isfinite(next))
+		next = old;
+	if (next > old) {
+		double cap = l->cfg.growth_tether * (double)l->window_peak;
+		if (cap < min)
+			cap = min;
+		if (next > cap)
+			next = cap > old ? cap : old;
+	}
+	if (next < min)
+		next = min;
+	if (next > max)
+		next = max;
+	return next;
+}
+
+/* Vegas/AIMD baseline: the running minimum of the window quantiles.
+ * Returns true when this window set it. */
+static bool track_noload(struct rx_limiter *l, double rtt)
+{
+	if (l->baseline_us <= 0.0 || rtt < l->baseline_us) {
+		l->baseline_us = rtt;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The re-probe, for all three algorithms (ours; BRPC's auto limiter halves
+ * its limit to re-measure no-load latency, Envoy pins it to the minimum,
+ * BBR drains to four packets). NCL's cadence: every U[0.5, 1) x
+ * probe_multiplier x L windows, and the first after FIRST_PROBE_WINDOWS
+ * (the first baseline may have been measured while the upstream already
+ * queued). The window after a start is the probe: admission is held to
+ * L / 2 (never below min_limit), the bands stay at 2L and 3L, and only
+ * calls admitted during the probe are measured; its quantile becomes the
+ * baseline (close_window says when it may raise it). Returns PROBE_DONE
+ * at the end of a probe window, PROBE_STARTED when one starts, else
+ * PROBE_NONE.
+ */
+enum probe_step { PROBE_NONE, PROBE_STARTED, PROBE_DONE };
+
+static enum probe_step probe(struct rx_limiter *l, uint64_t now)
+{
+	if (l->probing) {
+		l->probing = false;
+		l->probed = true;
+		l->probes = rx__sat_add(l->probes, 1);
+		l->probe_count = 0;
+		l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+		return PROBE_DONE;
+	}
+	if (l->probe_count < UINT32_MAX)
+		l->probe_count++;
+	if (l->baseline_us <= 0.0)
+		return PROBE_NONE;
+	double due = l->probed
+			 ? l->probe_jitter * l->cfg.probe_multiplier * l->limit
+			 : FIRST_PROBE_WINDOWS;
+	if ((double)l->probe_count >= due) {
+		l->probing = true;
+		l->probe_start_ns = now;
+		return PROBE_STARTED;
+	}
+	return PROBE_NONE;
+}
+
+static void rebase(struct rx_limiter *l, double rtt)
+{
+	l->baseline_us = rtt;
+	l->baseline_windows = GRADIENT2_WARMUP_WINDOWS;
+	l->baseline_resets = rx__sat_add(l->baseline_resets, 1);
+}
+
+/* max(1, floor(log10 L)) at every L. */
+static double vegas_f(double limit)
+{
+	double f = floor(log10(limit));
+	return f < 1.0 ? 1.0 : f;
+}
+
+static double vegas_update(struct rx_limiter *l, double rtt, bool *wants_less)
+{
+	double limit = l->limit;
+
+	if (track_noload(l, rtt))
+		return limit;
+	if (l->window_drop)
+		return limit; /* already decreased at once */
+	if ((double)l->window_peak * 2.0 < limit)
+		return limit; /* app-limited */
+
+	double f = vegas_f(limit);
+	double queue = ceil(limit * (1.0 - l->baseline_us / rtt));
+	if (queue <= f)
+		return limit + 6.0 * f;
+	if (queue < 3.0 * f)
+		return limit + f;
+	if (queue > 6.0 * f) {
+		*wants_less = true;
+		return limit - f;
+	}
+	return limit;
+}
+
+static double aimd_update(struct rx_limiter *l, double rtt, bool *wants_less)
+{
+	double limit = l->limit;
+
+	/* The first window only learns the baseline; a lower rtt later
+	 * lowers it and is judged against it like any other. */
+	if (track_noload(l, rtt) && l->updates <= 1)
+		return limit;
+	if (l->window_drop)
+		return limit;
+	if (rtt > l->cfg.rtt_tolerance * l->baseline_us) {
+		*wants_less = true;
+		return floor(limit * l->cfg.drop_backoff);
+	}
+	if ((double)l->window_peak * 2.0 >= limit)
+		return limit + 1.0;
+	return limit;
+}
+
+static double gradient2_update(struct rx_limiter *l, double rtt,
+			       bool *wants_less)
+{
+	const struct rx_limiter_config *c = &l->cfg;
+	double limit = l->limit;
+	double shortr = rtt;
+
+	if (l->baseline_windows < GRADIENT2_WARMUP_WINDOWS) {
+		double n = (double)l->baseline_windows;
+		l->baseline_us = (l->baseline_us * n + shortr) / (n + 1.0);
+		l->baseline_windows++;
+	} else if (shortr <= c->rtt_tolerance * l->baseline_us) {
+		double alpha = 2.0 / ((double)c->gradient2_long_window + 1.0);
+		l->baseline_us += alpha * (shortr - l->baseline_us);
+	}
+	/* Latency back to normal after a long incident: let the long
+	 * average catch up faster than its EMA would (NCL). */
+	if (l->baseline_us / shortr > 2.0)
+		l->baseline_us *= 0.95;
+
+	if (l->window_drop)
+		return limit;
+	if ((double)l->window_peak < limit / 2.0)
+		return limit; /* app-limited */
+
+	double g = c->rtt_tolerance * l->baseline_us / shortr;
+	if (g < 0.5)
+		g = 0.5;
+	if (g > 1.0)
+		g = 1.0;
+	double target = limit * g + (double)c->gradient2_queue_size;
+	/* Only the largest decrease counts as asking for less: near its
+	 * equilibrium g is just below 1 on every window. */
+	if (g <= 0.5)
+		*wants_less = true;
+	return limit * (1.0 - c->gradient2_smoothing) +
+	       target * c->gradient2_smoothing;
+}
+
+/* Run the control loop on the window that just closed. */
+static void close_window(struct rx_limiter *l, uint64_t now)
+{
+	double rtt = rx_p2_value(&l->window);
+	double old = l->limit;
+	double next = old;
+	bool wants_less = false;
+
+	if (!(rtt >= 1.0))
+		rtt = 1.0; /* 0 µs samples; also catches NaN */
+	l->p90_us = rtt;
+	l->updates = rx__sat_add(l->updates, 1);
+
+	switch (probe(l, now)) {
+	case PROBE_DONE:
+		/* Measured at half the concurrency. A lower value is always
+		 * news. A higher one is adopted only if halving did not cut
+		 * latency by more than a quarter: if it did, the upstream
+		 * still queues at L / 2 and the probe saw that queue, not a
+		 * slower upstream. */
+		if (rtt <= l->baseline_us ||
+		    rtt >= PROBE_RESPONSE * l->probe_ref_us)
+			rebase(l, rtt);
+		l->stuck_windows = 0;
+		window_reset(l);
+		return;
+	case PROBE_STARTED:
+		l->probe_ref_us = rtt;
+		window_reset(l);
+		return;
+	default:
+		break;
+	}
+
+	switch (l->cfg.algorithm) {
+	case RX_LIMITER_GRADIENT2:
+		next = gradient2_update(l, rtt, &wants_less);
+		break;
+	case RX_LIMITER_AIMD:
+		next = aimd_update(l, rtt, &wants_less);
+		break;
+	default:
+		next = vegas_update(l, rtt, &wants_less);
+		break;
+	}
+	next = bound_limit(l, old, next);
+
+	/* Asked for less and could not get it (at min_limit, or at
+	 * gradient2's fixed point under its largest decrease, 2 x queue
+	 * size): after a few such windows the baseline, not the upstream, is
+	 * the likelier culprit. */
+	if (wants_less && next > old - 1.0) {
+		if (++l->stuck_windows >= STUCK_WINDOWS_BEFORE_REBASE) {
+			rebase(l, rtt);
+			l->stuck_windows = 0;
+		}
+	} else {
+		l->stuck_windows = 0;
+	}
+	l->limit = next;
+	window_reset(l);
+}
+
+/* Window duration: clamp(2 x smallest latency, window_min, window_max). */
+static uint64_t window_ns(const struct rx_limiter *l)
+{
+	uint64_t lo = rx__ms_to_ns(l->cfg.window_min_ms);
+	uint64_t hi = rx__ms_to_ns(l->cfg.window_max_ms);
+	uint64_t two_rtt =
+	    l->window_min_us == UINT64_MAX
+		? 0
+		: rx__sat_mul(rx__sat_mul(l->window_min_us, RX__NS_PER_US), 2);
+
+	if (two_rtt < lo)
+		return lo;
+	if (two_rtt > hi)
+		return hi;
+	return two_rtt;
+}
+
+void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
+		       const struct rx_observation *obs)
+{
+	bool drop;
+
+	l->in_flight = rx__sat_dec32(l->in_flight);
+	switch (obs->verdict) {
+	case RX_SUCCESS:
+	case RX_ANSWERED:
+	case RX_TRANSIENT:
+		drop = false;
+		break;
+	case RX_OVERLOAD:
+	case RX_TIMEOUT:
+		drop = true;
+		break;
+	default:
+		/* RX_REJECTED and anything unknown: release only. */
+		return;
+	}
+
+	uint64_t now = rx__clock(&l->last_now_ns, obs->now_ns);
+	if (is_stale(l, now)) {
+		if (l->limit < (double)l->cfg.initial_limit) {
+			l->limit = (double)l->cfg.initial_limit;
+			l->relaxations = rx__sat_add(l->relaxations, 1);
+		}
+		window_reset(l);
+	}
+	l->last_evidence_ns = now;
+
+	/* A probe measures only the calls it admitted: the others saw the
+	 * queue it is draining. */
+	if (!drop && l->probing && ticket->start_ns < l->probe_start_ns)
+		return;
+
+	if (!l->window_open) {
+		l->window_open = true;
+		l->window_start_ns = now;
+	}
+	if (ticket->flags > l->window_peak)
+		l->window_peak = ticket->flags;
+
+	if (drop) {
+		l->drops = rx__sat_add(l->drops, 1);
+		l->window_drop = true;
+		if (ticket->generation == l->drop_epoch) {
+			double next = floor(l->limit * l->cfg.drop_backoff);
+			if (next < (double)l->cfg.min_limit)
+				next = (double)l->cfg.min_limit;
+			l->limit = next;
+			l->drop_epoch++;
+			l->drop_decreases = rx__sat_add(l->drop_decreases, 1);
+		}
+		return;
+	}
+
+	rx_p2_add(&l->window, (double)obs->latency_us);
+	if (obs->latency_us < l->window_min_us)
+		l->window_min_us = obs->latency_us;
+	if (rx_p2_count(&l->window) >= l->cfg.window_min_samples &&
+	    rx__sat_sub(now, l->window_start_ns) >= window_ns(l))
+		close_window(l, now);
+}
+
+int rx_limiter_enqueue(struct rx_limiter *l, uint64_t now_ns,
+		       uint64_t *wait_ticket)
+{
+	uint64_t limit = effective_limit(l, now_ns);
+	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
+
+	if (backlog >= 3 * limit || l->queued == UINT32_MAX ||
+	    l->queue_next == UINT64_MAX) {
+		l->shed_full = rx__sat_add(l->shed_full, 1);
+		return RX_ENOSPC;
+	}
+	*wait_ticket = l->queue_next++;
+	l->queued++;
+	return RX_OK;
+}
+
+/* Is @t a place that may still be live? */
+static bool live_place(const struct rx_limiter *l, uint64_t t)
+{
+	return l->queued > 0 && t < l->queue_next;
+}
+
+/* Give place @t up. Removing the newest place exactly keeps the count of
+ * places "behind" a waiter honest in the common cases. */
+static void leave_queue(struct rx_limiter *l, uint64_t t)
+{
+	l->queued--;
+	if (t + 1 == l->queue_next)
+		l->queue_next--;
+}
+
+enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
+					uint64_t wait_ticket, uint64_t now_ns,
+					struct rx_ticket *ticket,
+					struct rx_refusal *why)
+{
+	if (!live_place(l, wait_ticket)) {
+		refuse(why);
+		return RX_REFUSE;
+	}
+
+	uint64_t limit = effective_limit(l, now_ns);
+	uint64_t slots = slot_limit(l, (uint32_t)limit);
+	uint64_t free = l->in_flight < slots ? slots - l->in_flight : 0;
+	/* Waiters ahead, as a lower bound: queued minus the places issued
+	 * from this one on. */
+	uint64_t from_here = l->queue_next - wait_ticket;
+	uint64_t ahead = from_here >= l->queued ? 0 : l->queued - from_here;
+
+	if (ahead < free) {
+		leave_queue(l, wait_ticket);
+		take_slot(l, now_ns, ticket);
+		return RX_ADMIT;
+	}
+	if ((uint64_t)l->in_flight + ahead >= 3 * limit) {
+		leave_queue(l, wait_ticket);
+		l->shed_full = rx__sat_add(l->shed_full, 1);
+		refuse(why);
+		return RX_REFUSE;
+	}
+	refuse(why);
+	return RX_QUEUE;
+}
+
+void rx_limiter_cancel_wait(struct rx_limiter *l, uint64_t wait_ticket)
+{
+	if (!live_place(l, wait_ticket))
+		return;
+	leave_queue(l, wait_ticket);
+	l->wait_cancelled = rx__sat_add(l->wait_cancelled, 1);
+}
+
+void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
+		      struct rx_limiter_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	out->algorithm = l->cfg.algorithm;
+	out->limit = effective_limit(l, now_ns);
+	out->in_flight = l->in_flight;
+	out->queued = l->queued;
+	out->window_peak = l->window_peak;
+	out->window_samples = rx_p2_count(&l->window);
+	out->p90_us = to_u64(l->p90_us);
+	out->rtt_noload_us = to_u64(l->baseline_us);
+	out->updates = l->updates;
+	out->drops = l->drops;
+	out->drop_decreases = l->drop_decreases;
+	out->shed_nonblocking = l->shed_nonblocking;
+	out->shed_band = l->shed_band;
+	out->shed_full = l->shed_full;
+	out->wait_cancelled = l->wait_cancelled;
+	out->probes = l->probes;
+	out->baseline_resets = l->baseline_resets;
+	out->relaxations = l->relaxations;
+}
+
+static enum rx_decision ops_admit(void *self, const struct rx_admit_ctx *ctx,
+				  struct rx_ticket *ticket,
+				  struct rx_refusal *why)
+{
+	return rx_limiter_admit(self, ctx, ticket, why);
+}
+
+static void ops_settle(void *self, const struct rx_ticket *ticket,
+		       const struct rx_observation *obs)
+{
+	rx_limiter_settle(self, ticket, obs);
+}
+
+const struct rx_policy_ops rx_limiter_ops = {
+    .name = "limiter",
+    .admit = ops_admit,
+    .settle = ops_settle,
+};

@@ -1,0 +1,371 @@
+/*
+ * resilix/limiter.h - the adaptive concurrency limiter.
+ *
+ * Caps the calls in flight to one key at a limit L that it learns from
+ * latency, so that an upstream is never sent more concurrent work than it
+ * can finish without queueing (DESIGN.md section 2, ADR-008, ADR-015).
+ *
+ * Admission, measured against the current limit L:
+ *   - in_flight < L (L / 2 during a probe, below), and fewer waiters than
+ *     free slots: RX_ADMIT;
+ *   - otherwise, with W = in_flight + queued (waiters):
+ *       W <  2L: RX_QUEUE for a caller that can wait, RX_REFUSE for one
+ *                that cannot (a non-blocking caller is never made to wait:
+ *                where the limiter would queue, it sheds);
+ *       2L <= W < 3L: RX_REFUSE with probability (W - 2L) / L, drawn from
+ *                ctx->rng (0 at exactly 2L, so that point still queues),
+ *                else RX_QUEUE;
+ *       W >= 3L: RX_REFUSE.
+ *     Every refusal has reason RX_REASON_LIMITER_FULL (FGO queueing
+ *     limiter, whose thresholds count waiters only; ours count waiters and
+ *     calls in flight, so that the bands scale with the whole backlog).
+ *
+ * The control loop runs on settlement, one update per window. A window
+ * closes on the first settlement at which it holds at least
+ * window_min_samples latency samples and has lasted at least
+ * clamp(2 x its smallest latency, window_min_ms, window_max_ms) (NCL
+ * WindowedLimit and FGO: a window must span a couple of round trips before
+ * a change of the limit can show in latency). Its signal is the quantile
+ * (p90 by default) of the window's latencies, from a P² estimator (p2.h)
+ * that is reset for every window, plus the peak in-flight count seen by the
+ * window's calls at their admission.
+ *
+ * What each verdict does (ADR-003):
+ *   RX_SUCCESS, RX_ANSWERED, RX_TRANSIENT: a latency sample;
+ *   RX_OVERLOAD, RX_TIMEOUT: a drop; the limit is multiplied by
+ *     drop_backoff at once, without waiting for the window, at most once
+ *     per round trip (a drop decreases the limit only when its call was
+ *     admitted after the previous drop-decrease, as TCP reacts once per
+ *     window of data); the window that saw it does not increase the limit;
+ *     drops are not latency samples (a fast 429 says nothing about service
+ *     time, and a timeout's latency is the deadline);
+ *   RX_REJECTED, and any verdict this header does not name: release only,
+ *     exactly undoing admit (ADR-007); never evidence.
+ *
+ * The algorithms (each update rule's source, and where ours differs):
+ *   Vegas (default; NCL VegasLimit): baseline rtt_noload = the lowest
+ *     window quantile seen (a new lowest only moves the baseline, no
+ *     change that window); queue = ceil(L (1 - rtt_noload / rtt));
+ *     f = max(1, floor(log10 L)) at every L (NCL switches to floor(sqrt L)
+ *     at 1000, a discontinuity we do not copy); alpha = 3f, beta = 6f;
+ *     queue <= f: L += beta; queue < alpha: L += f; queue > beta: L -= f;
+ *     else hold. App-limited (peak in flight x 2 < L): hold (NCL).
+ *   gradient2 (NCL Gradient2Limit): long = average of the first 10 window
+ *     quantiles, then an EMA with alpha = 2 / (gradient2_long_window + 1)
+ *     that, ours, only takes windows within rtt_tolerance of it (NCL's
+ *     takes every one, so at equilibrium it climbs with the queueing the
+ *     limit itself causes and a windowed gradient2 drifts up); if
+ *     long / short > 2, long *= 0.95 (NCL); app-limited (peak < L / 2):
+ *     hold; g = clamp(rtt_tolerance x long / short, 0.5, 1);
+ *     L = (1 - s) L + s (g L + gradient2_queue_size), s =
+ *     gradient2_smoothing.
+ *   AIMD (NCL AIMDLimit): rtt above rtt_tolerance x baseline, the baseline
+ *     kept as for Vegas (ours: NCL compares with a fixed 5 s timeout, and
+ *     resilix has no latency threshold by default, ADR-006):
+ *     L = floor(L x drop_backoff); else if peak in flight x 2 >= L:
+ *     L += 1; else hold.
+ *
+ * Baseline re-probe, all three (ours, replacing NCL Vegas's "rtt_noload :=
+ * current rtt", which with a windowed p90 adopts the queue the limit
+ * itself causes: the Vegas limit drifted from 1.1 C to 3.9 C in a
+ * simulated hour). Like BRPC's auto limiter (which halves its limit),
+ * Envoy (which pins it to the minimum) and BBR's ProbeRTT, a probe drains
+ * the upstream: at NCL's cadence, every U[0.5, 1) x probe_multiplier x L
+ * windows, and once early, 10 windows after start, because the first
+ * baseline may have been measured while the upstream already queued, one
+ * window admits at most max(min_limit, L / 2) calls (the bands stay at 2L
+ * and 3L: callers that can wait wait, nobody more is shed than usual,
+ * but a non-blocking caller finding the L / 2 slots full is refused), and
+ * measures only calls admitted during it. Its quantile becomes the
+ * baseline if lower, or if halving the concurrency cut latency by less
+ * than a quarter (then the upstream itself became slower); a larger cut
+ * means it still queued at L / 2, and the old baseline stays. The
+ * U[0.5, 1) is a SplitMix64 hash of the time (settle has no generator).
+ * Also ours: after 5 consecutive windows that ask for less but cannot get
+ * it (at min_limit, or gradient2 at its largest decrease), the baseline
+ * is re-measured from the current window (Envoy re-measures minRTT after
+ * 5 windows at the minimum).
+ *
+ * Bounds on the limit, applied after every change: growth is tethered to
+ * observed concurrency (an increase stops at
+ * max(min_limit, growth_tether x peak in flight of the window), but the
+ * tether never lowers a limit that is already above it: a lull does not
+ * shrink the limit); then clamp to [min_limit, max_limit]; a non-finite
+ * result keeps the old limit. The limit is always finite, >= min_limit >= 1
+ * and <= max_limit, whatever the samples.
+ *
+ * Staleness: when no evidence (sample or drop) has been settled for
+ * stale_ms, a limit below initial_limit counts as initial_limit from that
+ * moment (admit, enqueue and stats see it at once; the next settlement
+ * writes it back and starts a fresh window). An incident's clamp does not
+ * outlive the incident's evidence, without any timer.
+ *
+ * Waiting (for blocking executors; the core never waits, ADR-004): after
+ * RX_QUEUE a caller takes a place with rx_limiter_enqueue and polls
+ * rx_limiter_try_dequeue until it is admitted or refused, or gives its
+ * place up with rx_limiter_cancel_wait (its timeout). Places are served in
+ * arrival order (see rx_limiter_try_dequeue for the one approximation),
+ * and newcomers do not overtake waiters (the admission rule above).
+ *
+ * Time: now_ns is monotonic; a now_ns earlier than the latest one seen
+ * counts as no time passing (ADR-005). Arithmetic saturates. Nothing here
+ * allocates, reads a clock, or blocks; every function is O(1).
+ * Thread safety: none; callers serialise per limiter (the shim holds the
+ * key's lock around each call, never across a wait).
+ */
+#ifndef RESILIX_LIMITER_H
+#define RESILIX_LIMITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "resilix/p2.h"
+#include "resilix/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum rx_limiter_algorithm {
+	RX_LIMITER_VEGAS = 0, /* default */
+	RX_LIMITER_GRADIENT2,
+	RX_LIMITER_AIMD,
+	RX_LIMITER_ALGORITHM_COUNT
+};
+
+/* rx_limiter_algorithm_name - "vegas", "gradient2", "aimd"; "unknown" out
+ * of range. Thread-safe, O(1), never NULL. */
+const char *rx_limiter_algorithm_name(enum rx_limiter_algorithm a);
+
+/*
+ * rx_limiter_algorithm_parse - the algorithm named @name ("vegas",
+ * "gradient2" or "aimd", exactly, as RESILIX_LIMITER spells them).
+ * Returns RX_OK and *@out, or RX_EINVAL (NULL or unknown name; *@out
+ * untouched). "off" is the executor's business, not an algorithm.
+ * Thread-safe, O(1).
+ */
+int rx_limiter_algorithm_parse(const char *name,
+			       enum rx_limiter_algorithm *out);
+
+/*
+ * Configuration. Defaults and their provenance (ADR-009):
+ *   algorithm vegas (DESIGN.md); initial_limit 20 (NCL Vegas, FGO);
+ *   max_limit 1000 (NCL Vegas, Envoy); min_limit 4 (ours: a
+ *   single-threaded program, at most a few calls in flight, is never shed);
+ *   quantile 0.9 (FGO); window_min_samples 50 (FGO); window_min_ms 100
+ *   (Envoy's example update interval; NCL and FGO use 1 s, which makes a
+ *   windowed gradient2 or AIMD, growing by under one per window, too slow
+ *   to follow a recovery); window_max_ms 30000 (FGO); stale_ms 30000
+ *   (ours: FGO's longest window); growth_tether 2 (ours, from the NCL
+ *   app-limited rules, inflight x 2 < L; FGO's factor is 5);
+ *   drop_backoff 0.9 (NCL AIMD); rtt_tolerance 1.5 (NCL gradient2);
+ *   probe_multiplier 30 (NCL Vegas); gradient2_long_window 600,
+ *   gradient2_smoothing 0.2, gradient2_queue_size 4 (NCL).
+ */
+struct rx_limiter_config {
+	enum rx_limiter_algorithm algorithm;
+	uint32_t min_limit;	/* 1..max_limit */
+	uint32_t max_limit;	/* min_limit..1000000 */
+	uint32_t initial_limit; /* min_limit..max_limit */
+	double quantile;	/* latency quantile of the signal, (0, 1) */
+	uint32_t window_min_samples;	/* 1..1000000 latency samples */
+	uint64_t window_min_ms;		/* 1..3600000 */
+	uint64_t window_max_ms;		/* window_min_ms..3600000 */
+	uint64_t stale_ms;		/* 1..86400000 */
+	double growth_tether;		/* [1, 100], x peak in flight */
+	double drop_backoff;		/* [0.5, 1) */
+	double rtt_tolerance;		/* [1, 10], gradient2 and AIMD */
+	uint32_t probe_multiplier;	/* 1..1000000, x L windows */
+	uint32_t gradient2_long_window; /* 1..1000000 windows */
+	double gradient2_smoothing;	/* (0, 1] */
+	uint32_t gradient2_queue_size;	/* 0..1000 */
+};
+
+/* rx_limiter_config_default - fill @cfg with the defaults above. O(1). */
+void rx_limiter_config_default(struct rx_limiter_config *cfg);
+
+/*
+ * rx_limiter_config_check - validate a configuration.
+ * Rejects NaN, infinities and every value outside the ranges above (never
+ * clamps), and an unknown algorithm. On RX_EINVAL, *@why (if @why is not
+ * NULL) points at a static sentence naming the field and its accepted
+ * range. Returns RX_OK or RX_EINVAL (also for a NULL @cfg).
+ * Thread-safe, O(1).
+ */
+int rx_limiter_config_check(const struct rx_limiter_config *cfg,
+			    const char **why);
+
+/*
+ * Read-only statistics (telemetry, ADR-010). p90_us is the last closed
+ * window's quantile (p90 unless cfg.quantile says otherwise), 0 before
+ * the first window. rtt_noload_us is the baseline the algorithm compares
+ * with: for Vegas and AIMD the lowest window quantile or the last probe's,
+ * for gradient2 the long average; 0 before it is measured. shed_full
+ * counts refusals at >= 3L by admit and enqueue, and waiters that a
+ * falling limit left beyond 3L.
+ */
+struct rx_limiter_stats {
+	enum rx_limiter_algorithm algorithm;
+	uint32_t limit;		   /* L as admit uses it now, >= min_limit */
+	uint32_t in_flight;	   /* admitted, not yet settled */
+	uint32_t queued;	   /* waiters holding a place */
+	uint32_t window_peak;	   /* peak in flight seen by this window */
+	uint64_t window_samples;   /* latency samples in this window */
+	uint64_t p90_us;	   /* µs */
+	uint64_t rtt_noload_us;	   /* µs */
+	uint64_t updates;	   /* windows closed (control loop runs) */
+	uint64_t drops;		   /* RX_OVERLOAD and RX_TIMEOUT settled */
+	uint64_t drop_decreases;   /* of which decreased the limit */
+	uint64_t shed_nonblocking; /* refused: full, caller cannot wait */
+	uint64_t shed_band;	   /* refused in the 2L..3L band */
+	uint64_t shed_full;	   /* refused at >= 3L */
+	uint64_t wait_cancelled;   /* places given up by cancel_wait */
+	uint64_t probes;	   /* probe windows completed */
+	uint64_t baseline_resets;  /* baselines re-measured */
+	uint64_t relaxations;	   /* stale limits raised to initial */
+};
+
+/*
+ * The limiter. Plain data with no pointers: embed it anywhere (a guard, a
+ * registry entry, shared memory), copy it, initialise it from a config.
+ * Fields are public only for that; treat them as private and use the
+ * functions.
+ */
+struct rx_limiter {
+	struct rx_limiter_config cfg;
+	double limit; /* [min_limit, max_limit], always finite */
+	uint32_t in_flight;
+	uint32_t queued;
+	uint64_t queue_next;	/* the next wait ticket number */
+	uint32_t drop_epoch;	/* bumped by every drop-decrease */
+	uint32_t stuck_windows; /* windows in a row asking less in vain */
+	/* The current window. */
+	struct rx_p2 window; /* latency quantile, µs */
+	uint64_t window_start_ns;
+	uint64_t window_min_us; /* smallest latency in the window */
+	uint32_t window_peak;	/* max in flight at admission, this window */
+	bool window_open;
+	bool window_drop; /* a drop was settled in this window */
+	/* Time. */
+	uint64_t last_now_ns;	   /* latest time seen by settle */
+	uint64_t last_evidence_ns; /* last sample or drop settled */
+	/* The signal. */
+	double p90_us;		   /* last closed window's quantile */
+	double baseline_us;	   /* 0 = unknown */
+	uint32_t baseline_windows; /* gradient2 warm-up count, up to 10 */
+	uint32_t probe_count;	   /* windows since the last probe */
+	double probe_jitter;	   /* [0.5, 1) */
+	bool probing;		   /* a probe window is running */
+	bool probed;		   /* a probe has completed since init */
+	uint64_t probe_start_ns;   /* when the probe started */
+	double probe_ref_us;	   /* quantile of the window before it */
+	/* Counters. */
+	uint64_t updates, drops, drop_decreases;
+	uint64_t shed_nonblocking, shed_band, shed_full;
+	uint64_t wait_cancelled, probes, baseline_resets, relaxations;
+};
+
+/*
+ * rx_limiter_init - an idle limiter at cfg->initial_limit.
+ * @cfg must pass rx_limiter_config_check (it is checked again) and is
+ * copied; nothing is kept pointing at it. Returns RX_OK, or RX_EINVAL with
+ * @l left unusable. Not thread-safe; O(1); no allocation.
+ */
+int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg);
+
+/*
+ * rx_limiter_admit - may a call start now? (struct rx_policy_ops admit.)
+ * @ctx: now_ns; can_wait (false: never RX_QUEUE); rng, used only in the
+ *       2L..3L band, where a NULL rng sheds every time (no draw, so no
+ *       proportion: supply one).
+ * Returns RX_ADMIT with @ticket filled (settle it exactly once; the ticket
+ * carries the in-flight count at admission and the drop epoch), RX_QUEUE
+ * (nothing reserved; a blocking caller may call rx_limiter_enqueue), or
+ * RX_REFUSE. For RX_QUEUE and RX_REFUSE, @why gets RX_REASON_LIMITER_FULL
+ * and retry_after_ms 0 (unknown). The bands are in the file comment above.
+ * Side effects: in_flight + 1 on RX_ADMIT, which settle(RX_REJECTED) undoes
+ * exactly; a refusal counts in the shed_* statistics; one draw from
+ * ctx->rng in the band. Not thread-safe; O(1); no allocation.
+ */
+enum rx_decision rx_limiter_admit(struct rx_limiter *l,
+				  const struct rx_admit_ctx *ctx,
+				  struct rx_ticket *ticket,
+				  struct rx_refusal *why);
+
+/*
+ * rx_limiter_settle - report the outcome of a call this limiter admitted.
+ * @ticket: from rx_limiter_admit or rx_limiter_try_dequeue, settled once.
+ * @obs: verdict (see the file comment), latency_us (any value; 0 and
+ *       UINT64_MAX are fine), now_ns.
+ * RX_REJECTED releases the slot and changes nothing else (ADR-007).
+ * Not thread-safe; O(1); no allocation.
+ */
+void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
+		       const struct rx_observation *obs);
+
+/*
+ * rx_limiter_enqueue - take a place at the back of the wait queue, after
+ * admit said RX_QUEUE (call both under the same lock hold).
+ * @now_ns: monotonic ns. @wait_ticket: out, the place's number.
+ * Returns RX_OK, or RX_ENOSPC when in_flight + queued >= 3L already (the
+ * caller refuses the call with RX_REASON_LIMITER_FULL; counted in
+ * shed_full). Every place taken must end exactly once: RX_ADMIT or
+ * RX_REFUSE from rx_limiter_try_dequeue, or rx_limiter_cancel_wait.
+ * Not thread-safe; O(1); no allocation.
+ */
+int rx_limiter_enqueue(struct rx_limiter *l, uint64_t now_ns,
+		       uint64_t *wait_ticket);
+
+/*
+ * rx_limiter_try_dequeue - is it this waiter's turn?
+ * Returns:
+ *   RX_ADMIT: the place is given up and the call admitted; @ticket is
+ *     filled exactly as by rx_limiter_admit (settle it once, RX_REJECTED
+ *     if a later policy refuses);
+ *   RX_QUEUE: not yet; wait (for a settlement on this key, or a short
+ *     sleep) and ask again;
+ *   RX_REFUSE: the place is given up and the call refused (@why:
+ *     RX_REASON_LIMITER_FULL): the limit fell so far that the calls in
+ *     flight and the waiters ahead already reach 3L, or @wait_ticket is not
+ *     a live place (nothing changes then).
+ * Turn: a waiter is admitted when fewer waiters are ahead of it than there
+ * are free slots (L - in_flight). Waiters ahead are counted without
+ * per-place storage, as queued minus the places issued after this one.
+ * That is exact while places are given up at the front or the back of
+ * the queue (the usual case: equal timeouts expire in arrival order); a
+ * place given up in the middle makes each waiter before it look one place
+ * nearer the front, so such a waiter may overtake as many earlier waiters
+ * as there are places given up behind it. The first live waiter is always
+ * counted at the front, so a free slot is never left unused while someone
+ * waits. Not thread-safe; O(1).
+ */
+enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
+					uint64_t wait_ticket, uint64_t now_ns,
+					struct rx_ticket *ticket,
+					struct rx_refusal *why);
+
+/*
+ * rx_limiter_cancel_wait - give a place up (the waiter's timeout, or its
+ * thread is interrupted). A number never issued, or any number while
+ * nobody waits, is ignored; but places are counted, not stored, so giving
+ * up a place that already ended (cancelled, or ended by try_dequeue)
+ * while others wait takes one of theirs from the count: end each place
+ * exactly once. Not thread-safe; O(1).
+ */
+void rx_limiter_cancel_wait(struct rx_limiter *l, uint64_t wait_ticket);
+
+/*
+ * rx_limiter_stats - fill @out as of @now_ns (which only decides
+ * staleness) without changing the limiter (ADR-010).
+ * Not thread-safe; O(1).
+ */
+void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
+		      struct rx_limiter_stats *out);
+
+/* The limiter as a gate policy; self is a struct rx_limiter *. */
+extern const struct rx_policy_ops rx_limiter_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
