@@ -116,13 +116,13 @@ static bool owner(void)
 
 static struct rx_rng *thread_rng(void)
 {
-	unsigned epoch = atomic_load_explicit(&rng_epoch,
-	                                      memory_order_relaxed);
+	unsigned epoch = atomic_load_explicit(&rng_epoch, memory_order_relaxed);
 
 	if (tls_rng_epoch != epoch) {
 		/* The TLS block's address tells threads apart. */
-		rx_rng_seed(&tls_rng, rng_seed ^ ((uint64_t)(uintptr_t)&tls_rng *
-		                                  UINT64_C(0x9E3779B97F4A7C15)));
+		rx_rng_seed(&tls_rng,
+			    rng_seed ^ ((uint64_t)(uintptr_t)&tls_rng *
+					UINT64_C(0x9E3779B97F4A7C15)));
 		tls_rng_epoch = epoch;
 	}
 	return &tls_rng;
@@ -141,7 +141,7 @@ static const char *key_of(struct rx_guard *g)
 /* Format "127.0.0.1:8080" or "[::1]:8080". Returns the length, 0 when the
  * address is not one we key on. */
 static size_t format_key(const struct sockaddr *sa, socklen_t len, char *buf,
-                         size_t size)
+			 size_t size)
 {
 	char ip[INET6_ADDRSTRLEN];
 	int n;
@@ -153,7 +153,7 @@ static size_t format_key(const struct sockaddr *sa, socklen_t len, char *buf,
 			return 0;
 		n = snprintf(buf, size, "%s:%u", ip, ntohs(in->sin_port));
 	} else if (sa->sa_family == AF_INET6 &&
-	           len >= sizeof(struct sockaddr_in6)) {
+		   len >= sizeof(struct sockaddr_in6)) {
 		const struct sockaddr_in6 *in6 = (const void *)sa;
 
 		if (!inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)))
@@ -247,12 +247,12 @@ static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
 /* Why the breaker moved from @from to @to, judged from the stats after
  * the move (a trip does not clear the window). */
 static const char *transition_reason(const struct rx_breaker_stats *st,
-                                     enum rx_breaker_state from,
-                                     enum rx_breaker_state to)
+				     enum rx_breaker_state from,
+				     enum rx_breaker_state to)
 {
 	const struct rx_breaker_config *b = &cfg.guard.breaker;
-	uint32_t min = b->min_calls < b->window_calls ? b->min_calls
-	                                              : b->window_calls;
+	uint32_t min =
+	    b->min_calls < b->window_calls ? b->min_calls : b->window_calls;
 	bool enough;
 
 	if (from == RX_BREAKER_OPEN && to == RX_BREAKER_HALF_OPEN)
@@ -287,22 +287,22 @@ static void watch_log(const struct watch *w, struct rx_guard *g)
 	if (!w->on || w->before.transitions == w->after.transitions)
 		return;
 	rx__log(RX_LOG_INFO,
-	        "key=%s event=breaker-transition from=%s to=%s reason=%s "
-	        "failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
-	        key_of(g), rx_breaker_state_name(w->before.state),
-	        rx_breaker_state_name(w->after.state),
-	        transition_reason(&w->after, w->before.state, w->after.state),
-	        rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
-	        rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
-	        w->after.window_count, w->after.consecutive_failures);
+		"key=%s event=breaker-transition from=%s to=%s reason=%s "
+		"failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
+		key_of(g), rx_breaker_state_name(w->before.state),
+		rx_breaker_state_name(w->after.state),
+		transition_reason(&w->after, w->before.state, w->after.state),
+		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
+		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
+		w->after.window_count, w->after.consecutive_failures);
 }
 
 /* Ask @g whether a call may start. Returns true with @permit filled. */
 static bool admit(struct rx_guard *g, uint64_t now,
-                  struct rx_gate_permit *permit, const char *where)
+		  struct rx_gate_permit *permit, const char *where)
 {
-	struct rx_admit_ctx ctx = {.now_ns = now, .rng = thread_rng(),
-	                           .can_wait = false};
+	struct rx_admit_ctx ctx = {
+	    .now_ns = now, .rng = thread_rng(), .can_wait = false};
 	struct rx_refusal why = {RX_REASON_NONE, 0};
 	struct rx_lock *l = guard_lock(g);
 	enum rx_decision d;
@@ -320,32 +320,34 @@ static bool admit(struct rx_guard *g, uint64_t now,
 	 * returned it anyway, a caller that cannot wait treats it as a
 	 * refusal (policy.h). */
 	rx__log(RX_LOG_DEBUG,
-	        "key=%s event=refused reason=%s retry_after_ms=%llu at=%s",
-	        key_of(g), rx_reason_name(why.reason),
-	        (unsigned long long)why.retry_after_ms, where);
+		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s",
+		key_of(g), rx_reason_name(why.reason),
+		(unsigned long long)why.retry_after_ms, where);
 	return false;
 }
 
 static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
-                   enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-                   uint64_t now, const char *at)
+		   enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		   uint64_t now, const char *at)
 {
 	struct rx_observation obs;
 	struct rx_lock *l = guard_lock(g);
 	struct watch w;
 
 	obs.verdict = v;
-	obs.latency_us = end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US
-	                                   : 0;
+	obs.latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
 	obs.now_ns = now;
 	rx__lock(l);
 	watch_begin(&w, g, now);
 	rx_guard_settle(g, permit, &obs);
 	watch_end(&w, g, now);
 	rx__unlock(l);
-	rx__log(RX_LOG_DEBUG, "key=%s event=settle verdict=%s latency_us=%llu "
-	        "at=%s", key_of(g), rx_verdict_name(v),
-	        (unsigned long long)obs.latency_us, at);
+	rx__log(RX_LOG_DEBUG,
+		"key=%s event=settle verdict=%s latency_us=%llu "
+		"at=%s",
+		key_of(g), rx_verdict_name(v),
+		(unsigned long long)obs.latency_us, at);
 	watch_log(&w, g);
 }
 
@@ -358,9 +360,9 @@ static struct rx_guard *acquire(const char *key, size_t len, uint64_t now)
 	rx__unlock(&registry_lock);
 	if (!g && !atomic_exchange(&warned_registry_full, true))
 		rx__log(RX_LOG_WARN,
-		        "key=%s event=registry-full max_keys=%u "
-		        "msg=\"calls to new keys pass through unguarded\"",
-		        key, cfg.registry.max_keys);
+			"key=%s event=registry-full max_keys=%u "
+			"msg=\"calls to new keys pass through unguarded\"",
+			key, cfg.registry.max_keys);
 	return g;
 }
 
@@ -384,7 +386,7 @@ struct ending {
 
 /* Take the current call off @e (stripe lock held) and move to @phase. */
 static void end_call_locked(struct rx_fd *e, enum rx_fd_phase phase,
-                            uint64_t end_ns, struct ending *out)
+			    uint64_t end_ns, struct ending *out)
 {
 	out->guard = e->guard;
 	out->permit = e->permit;
@@ -399,7 +401,7 @@ static bool same_call(const struct rx_op *op)
 	enum rx_fd_phase ph = rx__fd_phase(op->e);
 
 	return atomic_load_explicit(&op->e->epoch, memory_order_relaxed) ==
-	               op->epoch &&
+		   op->epoch &&
 	       (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING);
 }
 
@@ -427,11 +429,11 @@ static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
 /* Settle with an errno seen on @op. */
 static void fail_errno(struct rx_op *op, int err)
 {
-	enum rx_phase phase = op->phase == RX_FD_CONNECTING ? RX_PHASE_CONNECT
-	                                                    : RX_PHASE_IO;
+	enum rx_phase phase =
+	    op->phase == RX_FD_CONNECTING ? RX_PHASE_CONNECT : RX_PHASE_IO;
 
 	fail_call(op, verdict_of_errno(err, phase),
-	          phase == RX_PHASE_CONNECT ? "connect-error" : "io-error");
+		  phase == RX_PHASE_CONNECT ? "connect-error" : "io-error");
 }
 
 /* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */
@@ -439,7 +441,7 @@ static void maybe_timeout(struct rx_op *op)
 {
 	if (!op->dontwait && blocking(op->fd))
 		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_IO),
-		          "socket-timeout");
+			  "socket-timeout");
 }
 
 /* Move a pending connect to WAITING (it connected). */
@@ -453,7 +455,7 @@ static void connected(struct rx_op *op)
 	rx__lock(l);
 	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING)
 		atomic_store_explicit(&op->e->phase, RX_FD_WAITING,
-		                      memory_order_release);
+				      memory_order_release);
 	rx__unlock(l);
 }
 
@@ -484,7 +486,8 @@ static void forget(int fd, struct rx_fd *e)
 	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
 		/* Abandonment is not evidence (ADR-007), unless the call had
 		 * already run past the slow threshold: then it timed out. */
-		uint64_t slow_ns = cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
+		uint64_t slow_ns =
+		    cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
 		bool late = slow_ns > 0 && now - end.start_ns >= slow_ns;
 
 		settle(end.guard, &end.permit, late ? RX_TIMEOUT : RX_REJECTED,
@@ -513,8 +516,7 @@ void rx__fd_forget(int fd)
  * ---------------------------------------------------------------------- */
 
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
-                                      const struct sockaddr *sa,
-                                      socklen_t len)
+				      const struct sockaddr *sa, socklen_t len)
 {
 	struct rx_gate_permit permit;
 	char key[RX_KEY_MAX + 1];
@@ -553,9 +555,9 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		l = rx__fd_lock(fd);
 		rx__lock(l);
 		again = rx__fd_phase(e) == RX_FD_CONNECTING &&
-		        strcmp(key_of(e->guard), key) == 0;
-		op->epoch = atomic_load_explicit(&e->epoch,
-		                                 memory_order_relaxed);
+			strcmp(key_of(e->guard), key) == 0;
+		op->epoch =
+		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
 		rx__unlock(l);
 		if (again) {
 			op->e = e;
@@ -588,10 +590,10 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	e->start_ns = now;
 	e->first_byte_ns = 0;
 	rx__sniff_reset(&e->sniff);
-	op->epoch = atomic_fetch_add_explicit(&e->epoch, 1,
-	                                      memory_order_relaxed) + 1;
+	op->epoch =
+	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed) + 1;
 	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
-	                      memory_order_release);
+			      memory_order_release);
 	rx__unlock(l);
 	op->e = e;
 	op->phase = RX_FD_CONNECTING;
@@ -646,7 +648,7 @@ void rx__getsockopt_so_error(int fd, int rc, int value)
  * ---------------------------------------------------------------------- */
 
 enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
-                                   size_t len)
+				   size_t len)
 {
 	struct rx_fd *e = rx__fd_get(fd);
 	enum rx_fd_phase ph;
@@ -672,7 +674,7 @@ enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
 
 /* Feed the received bytes to the sniffer; settle when it decides. */
 static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
-                     int iovcnt)
+		     int iovcnt)
 {
 	enum rx_sniff_result r = RX_SNIFF_MORE;
 	struct rx_fd *e = op->e;
@@ -710,7 +712,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		/* Bytes arrived, so a pending connect did connect. */
 		if (rx__fd_phase(e) == RX_FD_CONNECTING)
 			atomic_store_explicit(&e->phase, RX_FD_WAITING,
-			                      memory_order_release);
+					      memory_order_release);
 		rx__unlock(l);
 		return;
 	case RX_SNIFF_FINAL:
@@ -739,7 +741,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 }
 
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
-                  int iovcnt)
+		  int iovcnt)
 {
 	int err = errno;
 
@@ -764,7 +766,7 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * ---------------------------------------------------------------------- */
 
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
-                                    size_t len)
+				    size_t len)
 {
 	struct rx_fd *e = rx__fd_get(fd);
 	struct rx_gate_permit permit;
@@ -805,16 +807,16 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 			}
 			rx__lock(l);
 			if (rx__fd_phase(e) == RX_FD_IDLE &&
-			    atomic_load_explicit(&e->epoch,
-			                         memory_order_relaxed) == epoch) {
+			    atomic_load_explicit(
+				&e->epoch, memory_order_relaxed) == epoch) {
 				e->permit = permit;
 				e->start_ns = now;
 				e->first_byte_ns = 0;
 				rx__sniff_reset(&e->sniff);
 				atomic_fetch_add_explicit(&e->epoch, 1,
-				                          memory_order_relaxed);
+							  memory_order_relaxed);
 				atomic_store_explicit(&e->phase, RX_FD_WAITING,
-				                      memory_order_release);
+						      memory_order_release);
 				g = NULL;
 			}
 			rx__unlock(l);
@@ -924,7 +926,7 @@ struct report_state {
 };
 
 static void report(void *arg, enum rx_config_diag kind, const char *name,
-                   const char *msg)
+		   const char *msg)
 {
 	struct report_state *rs = arg;
 	char line[480];
@@ -935,7 +937,8 @@ static void report(void *arg, enum rx_config_diag kind, const char *name,
 			return;
 		rs->printed_error = true;
 		snprintf(line, sizeof(line),
-		         "%s; resilix is disabled, all calls pass through", msg);
+			 "%s; resilix is disabled, all calls pass through",
+			 msg);
 		rx__log_plain(line);
 		return;
 	}
@@ -948,8 +951,8 @@ static void start_failed(const char *what, int code)
 	char line[256];
 
 	snprintf(line, sizeof(line),
-	         "%s (%s); resilix is disabled, all calls pass through", what,
-	         rx_strerror(code));
+		 "%s (%s); resilix is disabled, all calls pass through", what,
+		 rx_strerror(code));
 	rx__log_plain(line);
 }
 
@@ -979,7 +982,7 @@ static int init_once(void)
 	}
 	bytes = (size_t)cfg.registry.max_keys * sizeof(struct rx_lock);
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		start_failed("cannot map the key locks", RX_ENOMEM);
 		return INIT_OFF;
@@ -991,8 +994,8 @@ static int init_once(void)
 		return INIT_OFF;
 	}
 	owner_pid = getpid();
-	rng_seed = ((uint64_t)owner_pid << 32) ^ now_ns() ^
-	           (uint64_t)time(NULL);
+	rng_seed =
+	    ((uint64_t)owner_pid << 32) ^ now_ns() ^ (uint64_t)time(NULL);
 	atomic_store(&rng_epoch, 1);
 	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) !=
 	    0) {
@@ -1003,19 +1006,19 @@ static int init_once(void)
 	 * processes, and info is for what the breakers do. */
 	b = &cfg.guard.breaker;
 	rx__log(RX_LOG_DEBUG,
-	        "event=start failure_rate=%s slow_call_rate=%s "
-	        "slow_call_ms=%llu consecutive_backstop=%u min_calls=%u "
-	        "window_calls=%u window_max_age_ms=%llu open_ms=%llu "
-	        "half_open_probes=%u max_keys=%u key_ttl_ms=%llu fds=%u",
-	        rx__fmt_rate(fr, sizeof(fr), b->failure_rate),
-	        rx__fmt_rate(sr, sizeof(sr), b->slow_call_rate),
-	        (unsigned long long)b->slow_call_ms, b->consecutive_backstop,
-	        b->min_calls, b->window_calls,
-	        (unsigned long long)b->window_max_age_ms,
-	        (unsigned long long)b->open_ms, b->half_open_probes,
-	        cfg.registry.max_keys,
-	        (unsigned long long)cfg.registry.key_ttl_ms,
-	        (unsigned)atomic_load(&rx__fd_capacity));
+		"event=start failure_rate=%s slow_call_rate=%s "
+		"slow_call_ms=%llu consecutive_backstop=%u min_calls=%u "
+		"window_calls=%u window_max_age_ms=%llu open_ms=%llu "
+		"half_open_probes=%u max_keys=%u key_ttl_ms=%llu fds=%u",
+		rx__fmt_rate(fr, sizeof(fr), b->failure_rate),
+		rx__fmt_rate(sr, sizeof(sr), b->slow_call_rate),
+		(unsigned long long)b->slow_call_ms, b->consecutive_backstop,
+		b->min_calls, b->window_calls,
+		(unsigned long long)b->window_max_age_ms,
+		(unsigned long long)b->open_ms, b->half_open_probes,
+		cfg.registry.max_keys,
+		(unsigned long long)cfg.registry.key_ttl_ms,
+		(unsigned)atomic_load(&rx__fd_capacity));
 	return INIT_READY;
 }
 
@@ -1027,7 +1030,7 @@ bool rx__init(void)
 	int result;
 
 	if (!atomic_compare_exchange_strong(&init_state, &expected,
-	                                    INIT_RUNNING))
+					    INIT_RUNNING))
 		return expected == INIT_READY;
 	/* Calls re-entered from inside start-up (getenv, malloc, open)
 	 * pass through. */

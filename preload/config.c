@@ -31,11 +31,11 @@
 
 /* The syntax of a variable's value. */
 enum kind {
-	K_UINT,  /* decimal integer within [min, max] */
-	K_RATE,  /* decimal number within [0, 1] */
+	K_UINT,	 /* decimal integer within [min, max] */
+	K_RATE,	 /* decimal number within [0, 1] */
 	K_LEVEL, /* off | error | warn | info | debug */
-	K_BOOL,  /* 0 | 1 */
-	K_PATH   /* any non-empty string */
+	K_BOOL,	 /* 0 | 1 */
+	K_PATH	 /* any non-empty string */
 };
 
 /* Which field a variable sets. */
@@ -72,32 +72,30 @@ struct var {
  * it is a stream.
  */
 static const struct var vars[] = {
-	{"RESILIX_SLOW_CALL_MS", F_SLOW_CALL_MS, K_UINT, 1, 3600000,
-	 "integer milliseconds 1..3600000; unset = slow-call condition off"},
-	{"RESILIX_SLOW_CALL_RATE", F_SLOW_CALL_RATE, K_RATE, 0, 0,
-	 "a decimal number 0..1"},
-	{"RESILIX_FAILURE_RATE", F_FAILURE_RATE, K_RATE, 0, 0,
-	 "a decimal number 0..1"},
-	{"RESILIX_CONSECUTIVE_BACKSTOP", F_CONSECUTIVE_BACKSTOP, K_UINT, 0,
-	 1000000, "integer 0..1000000, 0 = off"},
-	{"RESILIX_MIN_CALLS", F_MIN_CALLS, K_UINT, 1, 100000,
-	 "integer 1..100000; above RESILIX_WINDOW_CALLS counts as it"},
-	{"RESILIX_WINDOW_CALLS", F_WINDOW_CALLS, K_UINT, 1, 100000,
-	 "integer 1..100000"},
-	{"RESILIX_WINDOW_MAX_AGE_MS", F_WINDOW_MAX_AGE_MS, K_UINT, 0, 86400000,
-	 "integer milliseconds 0..86400000, 0 = no age bound"},
-	{"RESILIX_OPEN_MS", F_OPEN_MS, K_UINT, 1, 86400000,
-	 "integer milliseconds 1..86400000"},
-	{"RESILIX_HALF_OPEN_PROBES", F_HALF_OPEN_PROBES, K_UINT, 1, 1000,
-	 "integer 1..1000"},
-	{"RESILIX_MAX_KEYS", F_MAX_KEYS, K_UINT, 1, 1000000,
-	 "integer 1..1000000"},
-	{"RESILIX_KEY_TTL_MS", F_KEY_TTL_MS, K_UINT, 0, 2592000000u,
-	 "integer milliseconds 0..2592000000, 0 = keys never expire"},
-	{"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0,
-	 "off, error, warn, info or debug"},
-	{"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
-	{"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
+    {"RESILIX_SLOW_CALL_MS", F_SLOW_CALL_MS, K_UINT, 1, 3600000,
+     "integer milliseconds 1..3600000; unset = slow-call condition off"},
+    {"RESILIX_SLOW_CALL_RATE", F_SLOW_CALL_RATE, K_RATE, 0, 0,
+     "a decimal number 0..1"},
+    {"RESILIX_FAILURE_RATE", F_FAILURE_RATE, K_RATE, 0, 0,
+     "a decimal number 0..1"},
+    {"RESILIX_CONSECUTIVE_BACKSTOP", F_CONSECUTIVE_BACKSTOP, K_UINT, 0, 1000000,
+     "integer 0..1000000, 0 = off"},
+    {"RESILIX_MIN_CALLS", F_MIN_CALLS, K_UINT, 1, 100000,
+     "integer 1..100000; above RESILIX_WINDOW_CALLS counts as it"},
+    {"RESILIX_WINDOW_CALLS", F_WINDOW_CALLS, K_UINT, 1, 100000,
+     "integer 1..100000"},
+    {"RESILIX_WINDOW_MAX_AGE_MS", F_WINDOW_MAX_AGE_MS, K_UINT, 0, 86400000,
+     "integer milliseconds 0..86400000, 0 = no age bound"},
+    {"RESILIX_OPEN_MS", F_OPEN_MS, K_UINT, 1, 86400000,
+     "integer milliseconds 1..86400000"},
+    {"RESILIX_HALF_OPEN_PROBES", F_HALF_OPEN_PROBES, K_UINT, 1, 1000,
+     "integer 1..1000"},
+    {"RESILIX_MAX_KEYS", F_MAX_KEYS, K_UINT, 1, 1000000, "integer 1..1000000"},
+    {"RESILIX_KEY_TTL_MS", F_KEY_TTL_MS, K_UINT, 0, 2592000000u,
+     "integer milliseconds 0..2592000000, 0 = keys never expire"},
+    {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},
+    {"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
+    {"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -107,26 +105,41 @@ static const struct var vars[] = {
  * not implement yet. Setting one is not a typo, but it does nothing, and
  * the user should hear so.
  */
+/* clang-format off */
 static const char *const reserved[] = {
-	"RESILIX_LIMITER",     "RESILIX_LIMIT_MIN",    "RESILIX_LIMIT_MAX",
-	"RESILIX_QUEUE_TIMEOUT_MS", "RESILIX_BULKHEAD", "RESILIX_RATE",
-	"RESILIX_THROTTLE_K",  "RESILIX_TIMEOUT_MS",   "RESILIX_INCLUDE",
-	"RESILIX_EXCLUDE",     "RESILIX_KEY",          "RESILIX_CURL_KEY",
-	"RESILIX_METRICS_FILE", "RESILIX_STATE_FILE",
+	"RESILIX_LIMITER",
+	"RESILIX_LIMIT_MIN",
+	"RESILIX_LIMIT_MAX",
+	"RESILIX_QUEUE_TIMEOUT_MS",
+	"RESILIX_BULKHEAD",
+	"RESILIX_RATE",
+	"RESILIX_THROTTLE_K",
+	"RESILIX_TIMEOUT_MS",
+	"RESILIX_INCLUDE",
+	"RESILIX_EXCLUDE",
+	"RESILIX_KEY",
+	"RESILIX_CURL_KEY",
+	"RESILIX_METRICS_FILE",
+	"RESILIX_STATE_FILE",
 };
 
 /*
  * Names that belong to the build and test tooling (exported by `make
- * check` to every test program) and to resilix-run itself, not to the
- * shim: silently ignored, so a test's stderr is not polluted by warnings.
+ * check` to every test program) and to resilix-run (RESILIX_SO), not to
+ * the shim: silently ignored, so a test's stderr is not polluted by
+ * warnings.
  */
 static const char *const tooling[] = {
-	"RESILIX_SO",        "RESILIX_BUILDDIR",          "RESILIX_SRCDIR",
-	"RESILIX_SANITIZERS", "RESILIX_SANITIZE_RUNTIME",
+	"RESILIX_SO",
+	"RESILIX_BUILDDIR",
+	"RESILIX_SRCDIR",
+	"RESILIX_SANITIZERS",
+	"RESILIX_SANITIZE_RUNTIME",
 };
+/* clang-format on */
 
 static const char *const level_names[] = {"off", "error", "warn", "info",
-                                          "debug"};
+					  "debug"};
 
 const char *rx_log_level_name(enum rx_log_level level)
 {
@@ -226,7 +239,7 @@ static void quote(char *dst, size_t size, const char *v)
 }
 
 static void report_invalid(rx_config_report_fn report, void *arg,
-                           const struct var *var, const char *value)
+			   const struct var *var, const char *value)
 {
 	char q[80], msg[320];
 
@@ -234,7 +247,7 @@ static void report_invalid(rx_config_report_fn report, void *arg,
 		return;
 	quote(q, sizeof(q), value);
 	snprintf(msg, sizeof(msg), "%s=\"%s\" is not valid (accepted: %s)",
-	         var->name, q, var->accepted);
+		 var->name, q, var->accepted);
 	report(arg, RX_CONFIG_ERROR, var->name, msg);
 }
 
@@ -277,8 +290,7 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 
 /* Parse one known variable. Returns false (after reporting) when invalid. */
 static bool parse_var(struct rx_config *cfg, const struct var *var,
-                      const char *value, rx_config_report_fn report,
-                      void *arg)
+		      const char *value, rx_config_report_fn report, void *arg)
 {
 	uint64_t u;
 	double r;
@@ -304,12 +316,13 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 			 * condition is "strictly above", so say what 1
 			 * really does (DESIGN.md, Configuration). */
 			snprintf(msg, sizeof(msg),
-			         "%s=1 disables the %s condition (the breaker "
-			         "trips when the rate is strictly above the "
-			         "threshold, and a rate cannot exceed 1)",
-			         var->name,
-			         var->field == F_FAILURE_RATE ? "failure-rate"
-			                                      : "slow-call-rate");
+				 "%s=1 disables the %s condition (the breaker "
+				 "trips when the rate is strictly above the "
+				 "threshold, and a rate cannot exceed 1)",
+				 var->name,
+				 var->field == F_FAILURE_RATE
+				     ? "failure-rate"
+				     : "slow-call-rate");
 			report(arg, RX_CONFIG_NOTICE, var->name, msg);
 		}
 		return true;
@@ -361,7 +374,7 @@ static bool in_list(const char *entry, const char *const *list, size_t n)
 
 /* Report a RESILIX_* name that is not a variable of this version. */
 static void report_stray(const char *entry, rx_config_report_fn report,
-                         void *arg)
+			 void *arg)
 {
 	char name[96], msg[320];
 	size_t n = strcspn(entry, "=");
@@ -373,17 +386,18 @@ static void report_stray(const char *entry, rx_config_report_fn report,
 		name[n] = '\0';
 	if (in_list(entry, reserved, sizeof(reserved) / sizeof(reserved[0])))
 		snprintf(msg, sizeof(msg),
-		         "%s is not supported by this version of resilix; "
-		         "ignored", name);
+			 "%s is not supported by this version of resilix; "
+			 "ignored",
+			 name);
 	else
 		snprintf(msg, sizeof(msg),
-		         "%s is not a resilix variable; ignored (a typo?)",
-		         name);
+			 "%s is not a resilix variable; ignored (a typo?)",
+			 name);
 	report(arg, RX_CONFIG_WARNING, name, msg);
 }
 
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
-                    rx_config_report_fn report, void *arg)
+		    rx_config_report_fn report, void *arg)
 {
 	bool seen[F_COUNT] = {false};
 	const char *why = NULL;
@@ -404,7 +418,7 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		}
 		if (!value) {
 			if (!in_list(entry, tooling,
-			             sizeof(tooling) / sizeof(tooling[0])))
+				     sizeof(tooling) / sizeof(tooling[0])))
 				report_stray(entry, report, arg);
 			continue;
 		}
@@ -425,8 +439,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			char msg[320];
 
 			snprintf(msg, sizeof(msg),
-			         "the breaker configuration is not valid: %s",
-			         why ? why : "(no reason given)");
+				 "the breaker configuration is not valid: %s",
+				 why ? why : "(no reason given)");
 			report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
 		}
 		return 1;

@@ -55,12 +55,12 @@ int rx__fdtable_init(void)
 		want = 64;
 	bytes = (size_t)want * sizeof(struct rx_fd);
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	rx__fd_table = p;
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
-	                      memory_order_release);
+			      memory_order_release);
 	return 0;
 }
 

@@ -37,8 +37,8 @@ extern void __chk_fail(void) __attribute__((noreturn));
 /* glibc declares these only under _FORTIFY_SOURCE, which we undefine. */
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
-                       int flags, __SOCKADDR_ARG addr, socklen_t *addrlen);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       __SOCKADDR_ARG addr, socklen_t *addrlen);
 
 /* Total bytes an iovec array asks for (0 for an invalid count: the real
  * call will fail with EINVAL). Saturates instead of wrapping. */
@@ -75,7 +75,7 @@ static ssize_t do_read(int fd, void *buf, size_t len)
 }
 
 static ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
-                           struct sockaddr *sa, socklen_t *salen)
+			   struct sockaddr *sa, socklen_t *salen)
 {
 	struct rx_op op;
 	struct iovec iov;
@@ -123,7 +123,7 @@ RX_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 }
 
 RX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
-                             int flags)
+			     int flags)
 {
 	if (len > buflen)
 		__chk_fail();
@@ -131,14 +131,14 @@ RX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 }
 
 RX_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
-                           __SOCKADDR_ARG addr, socklen_t *addrlen)
+			   __SOCKADDR_ARG addr, socklen_t *addrlen)
 {
 	return do_recvfrom(fd, buf, len, flags, RX_SA(addr), addrlen);
 }
 
-RX_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
-                                 size_t buflen, int flags,
-                                 __SOCKADDR_ARG addr, socklen_t *addrlen)
+RX_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+				 int flags, __SOCKADDR_ARG addr,
+				 socklen_t *addrlen)
 {
 	if (len > buflen)
 		__chk_fail();
@@ -150,8 +150,7 @@ RX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	struct rx_op op;
 	ssize_t n;
 
-	if (rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) !=
-	    RX_OP_TRACK)
+	if (rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) != RX_OP_TRACK)
 		return rx__real_readv(fd, iov, iovcnt);
 	n = rx__real_readv(fd, iov, iovcnt);
 	rx__read_end(&op, n, iov, iovcnt);
@@ -163,10 +162,10 @@ RX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	struct rx_op op;
 	ssize_t n;
 
-	if (!msg || rx__read_begin(&op, fd, flags,
-	                           iov_total(msg->msg_iov,
-	                                     (long)msg->msg_iovlen)) !=
-	                    RX_OP_TRACK)
+	if (!msg ||
+	    rx__read_begin(&op, fd, flags,
+			   iov_total(msg->msg_iov, (long)msg->msg_iovlen)) !=
+		RX_OP_TRACK)
 		return rx__real_recvmsg(fd, msg, flags);
 	n = rx__real_recvmsg(fd, msg, flags);
 	rx__read_end(&op, n, msg->msg_iov, (int)msg->msg_iovlen);
@@ -222,7 +221,7 @@ RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 }
 
 RX_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
-                         __CONST_SOCKADDR_ARG addr, socklen_t addrlen)
+			 __CONST_SOCKADDR_ARG addr, socklen_t addrlen)
 {
 	const struct sockaddr *sa = RX_CSA(addr);
 	struct rx_op op;
@@ -258,9 +257,8 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct rx_op op;
 	ssize_t n;
 	int b = msg ? send_begin(&op, fd, flags,
-	                         iov_total(msg->msg_iov,
-	                                   (long)msg->msg_iovlen))
-	            : 0;
+				 iov_total(msg->msg_iov, (long)msg->msg_iovlen))
+		    : 0;
 
 	if (b == 0)
 		return rx__real_sendmsg(fd, msg, flags);

@@ -88,9 +88,9 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 
 		/* Unguarded logging is not a reason to stop guarding. */
 		snprintf(msg, sizeof(msg),
-		         "RESILIX_LOG_FILE=\"%.200s\" cannot be opened (%s); "
-		         "logging to stderr",
-		         path, name ? name : "error");
+			 "RESILIX_LOG_FILE=\"%.200s\" cannot be opened (%s); "
+			 "logging to stderr",
+			 path, name ? name : "error");
 		rx__log_plain(msg);
 		return;
 	}
@@ -130,9 +130,8 @@ static int fmt_ts(char *buf, size_t size)
 	sod = secs - days * 86400;
 	civil(days, &y, &m, &d);
 	return snprintf(buf, size, "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ", y, m,
-	                d, (unsigned)(sod / 3600), (unsigned)(sod / 60 % 60),
-	                (unsigned)(sod % 60),
-	                (unsigned)(ts.tv_nsec / 1000000));
+			d, (unsigned)(sod / 3600), (unsigned)(sod / 60 % 60),
+			(unsigned)(sod % 60), (unsigned)(ts.tv_nsec / 1000000));
 }
 
 void rx__log(enum rx_log_level level, const char *fmt, ...)
@@ -148,7 +147,7 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 		return;
 	fmt_ts(ts, sizeof(ts));
 	n = snprintf(line, sizeof(line), "ts=%s level=%s pid=%ld ", ts,
-	             rx_log_level_name(level), (long)getpid());
+		     rx_log_level_name(level), (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(line))
 		goto out;
 	len = (size_t)n;

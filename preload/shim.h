@@ -115,8 +115,7 @@ static inline void rx__lock_reset(struct rx_lock *l)
 void rx__symbols_resolve(void);
 
 int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len);
-int rx__real_getsockopt(int fd, int level, int name, void *val,
-                        socklen_t *len);
+int rx__real_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 int rx__real_close(int fd);
 int rx__real_socket(int domain, int type, int protocol);
 int rx__real_accept(int fd, struct sockaddr *sa, socklen_t *len);
@@ -129,9 +128,9 @@ ssize_t rx__real_recv(int fd, void *buf, size_t len, int flags);
 ssize_t rx__real_read(int fd, void *buf, size_t len);
 ssize_t rx__real_write(int fd, const void *buf, size_t len);
 ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
-                        const struct sockaddr *sa, socklen_t salen);
+			const struct sockaddr *sa, socklen_t salen);
 ssize_t rx__real_recvfrom(int fd, void *buf, size_t len, int flags,
-                          struct sockaddr *sa, socklen_t *salen);
+			  struct sockaddr *sa, socklen_t *salen);
 ssize_t rx__real_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt);
@@ -147,23 +146,23 @@ ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt);
  * Pure: no clock, no I/O, no allocation; O(bytes fed until decided).
  * ---------------------------------------------------------------------- */
 enum rx_sniff_result {
-	RX_SNIFF_MORE = 0,  /* undecided: feed the next bytes */
-	RX_SNIFF_FINAL,     /* a final status line: *status is set */
-	RX_SNIFF_UPGRADE,   /* 101 Switching Protocols: stop tracking */
-	RX_SNIFF_OTHER,     /* the first bytes are not HTTP: a success */
-	RX_SNIFF_MALFORMED  /* HTTP that broke after an interim response */
+	RX_SNIFF_MORE = 0, /* undecided: feed the next bytes */
+	RX_SNIFF_FINAL,	   /* a final status line: *status is set */
+	RX_SNIFF_UPGRADE,  /* 101 Switching Protocols: stop tracking */
+	RX_SNIFF_OTHER,	   /* the first bytes are not HTTP: a success */
+	RX_SNIFF_MALFORMED /* HTTP that broke after an interim response */
 };
 
 struct rx_sniff_http {
-	uint8_t state;    /* status line or skipping interim headers */
-	uint8_t pos;      /* position within "HTTP/x.y NNN" */
+	uint8_t state;	  /* status line or skipping interim headers */
+	uint8_t pos;	  /* position within "HTTP/x.y NNN" */
 	uint8_t interim;  /* interim responses seen (saturates) */
 	uint8_t line_len; /* bytes on the current header line (saturates) */
-	uint8_t lines;    /* status lines begun, mod 256: a caller that sees
-	                     it change during a feed knows a (possibly final)
-	                     response began in that piece */
+	uint8_t lines;	  /* status lines begun, mod 256: a caller that sees
+			     it change during a feed knows a (possibly final)
+			     response began in that piece */
 	uint8_t pad;
-	uint16_t status;  /* digits accumulated */
+	uint16_t status; /* digits accumulated */
 };
 
 /* rx__sniff_reset - start a new response. O(1). */
@@ -176,7 +175,7 @@ void rx__sniff_reset(struct rx_sniff_http *s);
  * the sniffer must be reset before it is fed again.
  */
 enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
-                                    size_t len, int *status);
+				    size_t len, int *status);
 
 /* ------------------------------------------------------------------------
  * fdtable.c - per-fd call state.
@@ -189,27 +188,27 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
  * by the fast path, which is the whole cost of an untracked fd: one bounds
  * check, one load, one branch.
  * ---------------------------------------------------------------------- */
-#define RX_FD_CAP 65536   /* most fds the table covers */
+#define RX_FD_CAP 65536	  /* most fds the table covers */
 #define RX_FD_STRIPES 256 /* stripe locks over the table (power of 2) */
 
 enum rx_fd_phase {
 	RX_FD_UNTRACKED = 0, /* not ours: everything passes through */
 	RX_FD_CONNECTING,    /* admitted at connect, outcome unknown yet */
-	RX_FD_WAITING,       /* connected, a call waits for its first byte */
-	RX_FD_IDLE,          /* no call outstanding: the next write starts one */
-	RX_FD_DONE           /* finished for good (error, upgrade): pass
-	                        through until close releases the key */
+	RX_FD_WAITING,	     /* connected, a call waits for its first byte */
+	RX_FD_IDLE, /* no call outstanding: the next write starts one */
+	RX_FD_DONE  /* finished for good (error, upgrade): pass
+		       through until close releases the key */
 };
 
 struct rx_fd {
-	_Atomic uint8_t phase;   /* enum rx_fd_phase */
+	_Atomic uint8_t phase; /* enum rx_fd_phase */
 	uint8_t pad[3];
-	_Atomic uint32_t epoch;  /* bumped at each call start and untrack, so
-	                            an operation that raced with them can tell
-	                            its result belongs to another call */
-	struct rx_guard *guard;  /* pinned key while tracked */
-	uint64_t start_ns;       /* admission time of the current call */
-	uint64_t first_byte_ns;  /* first byte of the current response, or 0 */
+	_Atomic uint32_t epoch; /* bumped at each call start and untrack, so
+				   an operation that raced with them can tell
+				   its result belongs to another call */
+	struct rx_guard *guard; /* pinned key while tracked */
+	uint64_t start_ns;	/* admission time of the current call */
+	uint64_t first_byte_ns; /* first byte of the current response, or 0 */
 	struct rx_sniff_http sniff;
 	struct rx_gate_permit permit; /* the current call's tickets */
 };
@@ -226,7 +225,7 @@ int rx__fdtable_init(void);
 static inline struct rx_fd *rx__fd_get(int fd)
 {
 	uint32_t cap =
-	        atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
 
 	if ((unsigned)fd >= cap)
 		return NULL;
@@ -237,7 +236,7 @@ static inline struct rx_fd *rx__fd_get(int fd)
 static inline enum rx_fd_phase rx__fd_phase(struct rx_fd *e)
 {
 	return (enum rx_fd_phase)atomic_load_explicit(&e->phase,
-	                                              memory_order_acquire);
+						      memory_order_acquire);
 }
 
 /* rx__fd_tracked - does @fd have state (any phase but untracked)? The
@@ -285,7 +284,7 @@ bool rx__log_enabled(enum rx_log_level level);
  * 512 bytes are truncated. No allocation.
  */
 void rx__log(enum rx_log_level level, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* rx__log_plain - write "resilix: <msg>\n" to stderr whatever the level
  * (configuration errors must reach a human). No allocation. */
@@ -314,21 +313,21 @@ bool rx__init(void);
 /* What the begin step of an operation decided. */
 enum rx_op_decision {
 	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */
-	RX_OP_TRACK,    /* tracked: call the real function, then the end
-	                   step, immediately (it reads errno first) */
-	RX_OP_REFUSE    /* refused: return -1 with errno ECONNREFUSED */
+	RX_OP_TRACK,	/* tracked: call the real function, then the end
+			   step, immediately (it reads errno first) */
+	RX_OP_REFUSE	/* refused: return -1 with errno ECONNREFUSED */
 };
 
 /* One in-progress operation on a tracked fd, on the caller's stack. */
 struct rx_op {
 	int fd;
 	struct rx_fd *e;
-	size_t len;       /* bytes asked for: 0 makes a 0 result no EOF */
-	uint32_t epoch;   /* entry epoch at begin */
-	uint8_t phase;    /* entry phase at begin (after any admission) */
-	bool again;       /* connect on a socket whose connect is pending */
-	bool peek;        /* MSG_PEEK: bytes will be read again */
-	bool dontwait;    /* MSG_DONTWAIT: EAGAIN is not a timeout */
+	size_t len;	/* bytes asked for: 0 makes a 0 result no EOF */
+	uint32_t epoch; /* entry epoch at begin */
+	uint8_t phase;	/* entry phase at begin (after any admission) */
+	bool again;	/* connect on a socket whose connect is pending */
+	bool peek;	/* MSG_PEEK: bytes will be read again */
+	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
 };
 
 /*
@@ -340,8 +339,7 @@ struct rx_op {
  * across the real connect.
  */
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
-                                      const struct sockaddr *sa,
-                                      socklen_t len);
+				      const struct sockaddr *sa, socklen_t len);
 void rx__connect_end(struct rx_op *op, int rc);
 
 /*
@@ -358,9 +356,9 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
  * them and settles the call at its first response byte, EOF or error.
  */
 enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
-                                   size_t len);
+				   size_t len);
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
-                  int iovcnt);
+		  int iovcnt);
 
 /*
  * rx__write_begin/rx__write_end - any call that sends bytes. begin
@@ -368,7 +366,7 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * connection) and may refuse it; end settles the call on an I/O error.
  */
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
-                                    size_t len);
+				    size_t len);
 void rx__write_end(struct rx_op *op, ssize_t n);
 
 /*

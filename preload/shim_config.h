@@ -52,11 +52,11 @@ const char *rx_log_level_name(enum rx_log_level level);
 
 /* Everything the shim reads from the environment. */
 struct rx_config {
-	bool disable;                 /* RESILIX_DISABLE=1: pass through */
+	bool disable;		      /* RESILIX_DISABLE=1: pass through */
 	enum rx_log_level log_level;  /* RESILIX_LOG, default RX_LOG_WARN */
-	const char *log_file;         /* RESILIX_LOG_FILE; NULL = stderr.
-	                                 Points into the environment array
-	                                 given to rx_config_parse. */
+	const char *log_file;	      /* RESILIX_LOG_FILE; NULL = stderr.
+					 Points into the environment array
+					 given to rx_config_parse. */
 	struct rx_guard_config guard; /* breaker settings, core defaults */
 	struct rx_registry_config registry; /* key bounds, core defaults */
 };
@@ -78,7 +78,7 @@ enum rx_config_diag {
  * stack).
  */
 typedef void (*rx_config_report_fn)(void *arg, enum rx_config_diag kind,
-                                    const char *name, const char *msg);
+				    const char *name, const char *msg);
 
 /*
  * rx_config_default - the configuration with no RESILIX_* variable set:
@@ -102,7 +102,7 @@ void rx_config_default(struct rx_config *cfg);
  * formats messages with snprintf into a stack buffer. O(variables).
  */
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
-                    rx_config_report_fn report, void *arg);
+		    rx_config_report_fn report, void *arg);
 
 #ifdef __cplusplus
 }

@@ -31,7 +31,7 @@ enum { S_STATUS = 0, S_SKIP = 1 };
 enum {
 	P_H = 0, /* 0..4: "HTTP/" */
 	P_MAJOR = 5,
-	P_DOT = 6,   /* '.' or, for "HTTP/2 200", the space */
+	P_DOT = 6, /* '.' or, for "HTTP/2 200", the space */
 	P_MINOR = 7,
 	P_SP = 8,
 	P_CODE = 9 /* 9, 10, 11: the three digits */
@@ -78,7 +78,7 @@ static bool status_step(struct rx_sniff_http *s, unsigned char c)
 }
 
 enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
-                                    size_t len, int *status)
+				    size_t len, int *status)
 {
 	const unsigned char *p = buf;
 	size_t i;

@@ -62,13 +62,12 @@ RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
  * outcome of a non-blocking connect; reading it also clears it in the
  * kernel, so this is the one chance to see a refused connect.
  */
-RX_EXPORT int getsockopt(int fd, int level, int name, void *val,
-                         socklen_t *len)
+RX_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	int rc = rx__real_getsockopt(fd, level, name, val, len);
 
-	if (level == SOL_SOCKET && name == SO_ERROR && rc == 0 && val &&
-	    len && *len >= (socklen_t)sizeof(int) && rx__fd_tracked(fd))
+	if (level == SOL_SOCKET && name == SO_ERROR && rc == 0 && val && len &&
+	    *len >= (socklen_t)sizeof(int) && rx__fd_tracked(fd))
 		rx__getsockopt_so_error(fd, rc, *(const int *)val);
 	return rc;
 }
@@ -92,8 +91,7 @@ RX_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 	return fresh_fd(rx__real_accept(fd, RX_SA(addr), len));
 }
 
-RX_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len,
-                      int flags)
+RX_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 {
 	return fresh_fd(rx__real_accept4(fd, RX_SA(addr), len, flags));
 }

@@ -49,9 +49,9 @@ typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*sendto_fn)(int, const void *, size_t, int,
-                             const struct sockaddr *, socklen_t);
+			     const struct sockaddr *, socklen_t);
 typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *,
-                               socklen_t *);
+			       socklen_t *);
 typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
 typedef ssize_t (*iov_fn)(int, const struct iovec *, int);
@@ -126,11 +126,9 @@ static bool bound(void)
 
 	if (s == BOUND)
 		return true;
-	if (s == BINDING ||
-	    !atomic_compare_exchange_strong_explicit(&state, &expected,
-	                                             BINDING,
-	                                             memory_order_acq_rel,
-	                                             memory_order_acquire))
+	if (s == BINDING || !atomic_compare_exchange_strong_explicit(
+				&state, &expected, BINDING,
+				memory_order_acq_rel, memory_order_acquire))
 		return false;
 	/* dlsym may set errno (a failed lookup): never let it leak. */
 	saved = errno;
@@ -155,8 +153,7 @@ int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	return (int)SYS(SYS_connect, fd, sa, len);
 }
 
-int rx__real_getsockopt(int fd, int level, int name, void *val,
-                        socklen_t *len)
+int rx__real_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	if (bound() && real.getsockopt)
 		return real.getsockopt(fd, level, name, val, len);
@@ -248,7 +245,7 @@ ssize_t rx__real_write(int fd, const void *buf, size_t len)
 }
 
 ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
-                        const struct sockaddr *sa, socklen_t salen)
+			const struct sockaddr *sa, socklen_t salen)
 {
 	if (bound() && real.sendto)
 		return real.sendto(fd, buf, len, flags, sa, salen);
@@ -256,7 +253,7 @@ ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
 }
 
 ssize_t rx__real_recvfrom(int fd, void *buf, size_t len, int flags,
-                          struct sockaddr *sa, socklen_t *salen)
+			  struct sockaddr *sa, socklen_t *salen)
 {
 	if (bound() && real.recvfrom)
 		return real.recvfrom(fd, buf, len, flags, sa, salen);

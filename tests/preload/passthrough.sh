@@ -94,11 +94,14 @@ fi
 # the program's output is still correct (pass-through).
 rx_shim RESILIX_OPEN_MS=abc cat "$data" >"$RX_TMP/bad.out" \
 	2>"$RX_TMP/bad.err" || rx_fail "cat with a bad value: exit status $?"
-cmp -s "$data" "$RX_TMP/bad.out" || rx_fail "cat with a bad value: output differs"
+cmp -s "$data" "$RX_TMP/bad.out" ||
+	rx_fail "cat with a bad value: output differs"
 rx_dump_on_fail "$RX_TMP/bad.err"
-rx_assert_eq "bad value: stderr lines" 1 "$(wc -l <"$RX_TMP/bad.err" | tr -d ' ')"
-rx_assert_grep "bad value: the line names variable and value" \
-	'^resilix: RESILIX_OPEN_MS="abc" is not valid \(accepted: .*\); resilix is disabled, all calls pass through$' \
+rx_assert_eq "bad value: stderr lines" 1 \
+	"$(wc -l <"$RX_TMP/bad.err" | tr -d ' ')"
+line='^resilix: RESILIX_OPEN_MS="abc" is not valid \(accepted: [^)]*\); '
+line="${line}resilix is disabled, all calls pass through\$"
+rx_assert_grep "bad value: the line names variable and value" "$line" \
 	"$RX_TMP/bad.err"
 
 for c in RESILIX_FAILURE_RATE=1.5 RESILIX_MIN_CALLS=-1 \
