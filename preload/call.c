@@ -146,6 +146,8 @@ static size_t format_key(const struct sockaddr *sa, socklen_t len, char *buf,
 	char ip[INET6_ADDRSTRLEN];
 	int n;
 
+	if (len < (socklen_t)sizeof(sa_family_t))
+		return 0;
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *in = (const void *)sa;
 

@@ -16,7 +16,11 @@
  * the timezone lock and read files (allocating) on first use. Numbers with
  * a fraction are formatted by hand: printf's %f follows LC_NUMERIC.
  *
- * The level and the fd are set once at start-up and only read afterwards.
+ * The level and the fd are set once at start-up. RESILIX_LOG_FILE is
+ * moved to an fd number >= 100, out of the way of the low numbers programs
+ * hard-code; if the program closes that number anyway (a daemon closing
+ * every fd) or dup2s over it, the log falls back to stderr instead of
+ * writing into whatever file gets the number next.
  */
 #include "config.h"
 
@@ -32,7 +36,11 @@
 #define LINE_MAX_BYTES 512
 
 static enum rx_log_level log_level = RX_LOG_WARN;
-static int log_fd = 2;
+static atomic_int log_fd = 2;
+
+/* Where RESILIX_LOG_FILE goes: above the numbers programs hard-code
+ * (shells' `exec 3>`, socket activation's fd 3), out of their way. */
+#define LOG_FD_MIN 100
 
 bool rx__log_enabled(enum rx_log_level level)
 {
@@ -78,10 +86,18 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 	int fd;
 
 	log_level = level;
-	log_fd = 2;
+	atomic_store(&log_fd, 2);
 	if (!path)
 		return;
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0 && fd < LOG_FD_MIN) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
+
+		if (high >= 0) {
+			rx__real_close(fd);
+			fd = high;
+		}
+	}
 	if (fd < 0) {
 		char msg[LINE_MAX_BYTES - 16];
 		const char *name = strerrorname_np(errno);
@@ -94,7 +110,16 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 		rx__log_plain(msg);
 		return;
 	}
-	log_fd = fd;
+	atomic_store(&log_fd, fd);
+}
+
+void rx__log_fd_lost(int fd)
+{
+	int expected = fd;
+
+	/* Only our own file: stderr stays stderr whatever it becomes. */
+	if (fd != 2)
+		atomic_compare_exchange_strong(&log_fd, &expected, 2);
 }
 
 /*
@@ -160,7 +185,8 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 	if (len >= sizeof(line) - 1)
 		len = sizeof(line) - 2; /* truncated: keep room for '\n' */
 	line[len++] = '\n';
-	write_line(log_fd, line, len);
+	write_line(atomic_load_explicit(&log_fd, memory_order_relaxed), line,
+		   len);
 out:
 	errno = saved;
 }

@@ -286,6 +286,11 @@ bool rx__log_enabled(enum rx_log_level level);
 void rx__log(enum rx_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* rx__log_fd_lost - the program closes @fd or dup2s over it: if that is
+ * the log file, log to stderr from now on rather than into whatever file
+ * gets the number next. One compare when it is not. Thread-safe. */
+void rx__log_fd_lost(int fd);
+
 /* rx__log_plain - write "resilix: <msg>\n" to stderr whatever the level
  * (configuration errors must reach a human). No allocation. */
 void rx__log_plain(const char *msg);

@@ -78,6 +78,7 @@ RX_EXPORT int close(int fd)
 {
 	if (rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__log_fd_lost(fd);
 	return rx__real_close(fd);
 }
 
@@ -106,6 +107,8 @@ RX_EXPORT int dup2(int fd, int fd2)
 {
 	if (fd != fd2 && rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	if (fd != fd2)
+		rx__log_fd_lost(fd2);
 	return rx__real_dup2(fd, fd2);
 }
 
@@ -113,5 +116,7 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
 {
 	if (fd != fd2 && rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	if (fd != fd2)
+		rx__log_fd_lost(fd2);
 	return rx__real_dup3(fd, fd2, flags);
 }
