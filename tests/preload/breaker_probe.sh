@@ -11,6 +11,9 @@
 #   after       every thread's calls reach the upstream (200)
 # Each probe takes 200 ms, so "exactly one" is visible in the upstream log:
 # nothing else arrives while a probe is outstanding.
+#
+# Then self-heal: a probe that never settles is replaced after the open
+# time elapses again (see the second half).
 . "$(dirname "$0")/lib.sh"
 rx_need python3
 rx_require_build
@@ -77,4 +80,33 @@ seq=$(rx_transitions "$err" | sed 's/half_open/half-open/g' | paste -sd' ')
 rx_assert_eq "breaker transitions" \
 	"closed>open open>half-open half-open>open open>half-open half-open>closed" \
 	"$seq"
+rx_upstream_stop probe
+
+# --- self-heal: a probe that never settles is replaced ----------------------
+# 500s until 600 ms (the backstop trips), then an upstream that reads each
+# request and never answers until 3100 ms, then healthy. The first probe
+# (~1200 ms) hangs; one open time later a second probe is admitted instead
+# of the key staying half-open forever; when the hang phase ends both hung
+# probes see EOF (failures), and the probe after that closes the circuit.
+rx_upstream_start heal --phases 600:status:500,2500:hang,0:ok:0
+out=$RX_TMP/heal.out err=$RX_TMP/heal.err
+rx_dump_on_fail "$out" "$err"
+rx_shim RESILIX_LOG=info RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_MIN_CALLS=100 \
+	RESILIX_WINDOW_MAX_AGE_MS=60000 RESILIX_OPEN_MS=$OPEN \
+	RESILIX_HALF_OPEN_PROBES=1 \
+	"$CLIENT" --port "$RX_PORT" --threads 4 --requests 120 --interval-ms 50 \
+	>"$out" 2>"$err" || rx_fail "client exit status $?"
+hangs=$(awk '$4 == "hang" { print $1 }' "$(rx_uplog heal)" | paste -sd' ')
+nh=$(echo "$hangs" | wc -w)
+rx_assert_between "self-heal: probes that reached the hanging upstream" \
+	"$nh" 2 3
+gap=$(echo "$hangs" | awk '{ m = 1e9; for (i = 2; i <= NF; i++) if ($i - $(i-1) < m) m = $i - $(i-1); print m }')
+rx_assert_ge "self-heal: ms between two probes (>= open time - 100)" \
+	"$gap" $((OPEN - 100))
+rx_assert_eq "self-heal: hung probes released with EOF at the phase end" \
+	"$nh" "$(grep -c ' 0 EOF 1$' "$out")"
+rx_assert_ge "self-heal: calls that succeeded after the recovery" \
+	"$(grep -c ' 200 OK 1$' "$out")" 8
+rx_assert_eq "self-heal: last transition" "half-open>closed" \
+	"$(rx_transitions "$err" | sed 's/half_open/half-open/g' | tail -n1)"
 rx_pass

@@ -503,11 +503,18 @@ static void *conn_main(void *arg)
 		}
 		if (p->mode == M_HANG) {
 			log_line(log_fd, "%ld %s %s hang\n", t, method, path);
-			/* Hold the connection until the client closes it. */
+			/*
+			 * Hold the connection until the client closes it or
+			 * the phase ends (then close it: the client sees EOF).
+			 */
 			for (;;) {
+				struct pollfd hp = { fd, POLLIN, 0 };
 				ssize_t n;
-				if (wait_readable(fd, &idle_since) <= 0)
+				if (stopping ||
+				    phases[phase_at(now_ms())].mode != M_HANG)
 					goto out;
+				if (poll(&hp, 1, 50) <= 0)
+					continue;
 				n = read(fd, buf, REQ_BUF);
 				if (n <= 0 && !(n < 0 && errno == EINTR))
 					goto out;
