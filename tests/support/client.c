@@ -80,16 +80,26 @@ static const char *errno_name(int e)
 		int e;
 		const char *n;
 	} names[] = {
-		{ ECONNREFUSED, "ECONNREFUSED" }, { ECONNRESET, "ECONNRESET" },
-		{ ECONNABORTED, "ECONNABORTED" }, { EPIPE, "EPIPE" },
-		{ ETIMEDOUT, "ETIMEDOUT" },       { EAGAIN, "EAGAIN" },
-		{ EINPROGRESS, "EINPROGRESS" },   { EHOSTUNREACH, "EHOSTUNREACH" },
-		{ ENETUNREACH, "ENETUNREACH" },   { EINTR, "EINTR" },
-		{ EBADF, "EBADF" },               { ENOTCONN, "ENOTCONN" },
-		{ EMFILE, "EMFILE" },             { ENFILE, "ENFILE" },
-		{ EADDRNOTAVAIL, "EADDRNOTAVAIL" }, { EINVAL, "EINVAL" },
-		{ ENOBUFS, "ENOBUFS" },           { EPROTO, "EPROTO" },
-		{ EACCES, "EACCES" },             { EPERM, "EPERM" },
+	    {ECONNREFUSED, "ECONNREFUSED"},
+	    {ECONNRESET, "ECONNRESET"},
+	    {ECONNABORTED, "ECONNABORTED"},
+	    {EPIPE, "EPIPE"},
+	    {ETIMEDOUT, "ETIMEDOUT"},
+	    {EAGAIN, "EAGAIN"},
+	    {EINPROGRESS, "EINPROGRESS"},
+	    {EHOSTUNREACH, "EHOSTUNREACH"},
+	    {ENETUNREACH, "ENETUNREACH"},
+	    {EINTR, "EINTR"},
+	    {EBADF, "EBADF"},
+	    {ENOTCONN, "ENOTCONN"},
+	    {EMFILE, "EMFILE"},
+	    {ENFILE, "ENFILE"},
+	    {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
+	    {EINVAL, "EINVAL"},
+	    {ENOBUFS, "ENOBUFS"},
+	    {EPROTO, "EPROTO"},
+	    {EACCES, "EACCES"},
+	    {EPERM, "EPERM"},
 	};
 	static __thread char buf[16];
 	size_t i;
@@ -183,7 +193,7 @@ static int read_response(int fd, int *err, int *server_close)
 		 * this read() compiles to __read_chk, as in real binaries.
 		 */
 		want = sizeof buf - len < read_chunk ? sizeof buf - len
-		                                     : read_chunk;
+						     : read_chunk;
 		n = read(fd, chunk, want);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -211,8 +221,8 @@ static int read_response(int fd, int *err, int *server_close)
 			if (!strncasecmp(p, "Content-Length:", 15))
 				clen = atol(p + 15);
 			else if (!strncasecmp(p, "Connection:", 11) &&
-			         strcasestr(p + 11, "close") &&
-			         strcasestr(p + 11, "close") < eol)
+				 strcasestr(p + 11, "close") &&
+				 strcasestr(p + 11, "close") < eol)
 				*server_close = 1;
 			p = eol + 1;
 		}
@@ -235,8 +245,8 @@ static int read_response(int fd, int *err, int *server_close)
 	while (have < clen) {
 		ssize_t n;
 		want = (size_t)(clen - have) < read_chunk
-		               ? (size_t)(clen - have)
-		               : read_chunk;
+			   ? (size_t)(clen - have)
+			   : read_chunk;
 		n = read(fd, chunk, want);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -259,11 +269,11 @@ static void *worker(void *arg)
 	int fd = -1;
 	char req[4096];
 	int reqlen = snprintf(req, sizeof req,
-	                      "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
-	                      "User-Agent: resilix-test-client\r\n"
-	                      "Accept: */*\r\nConnection: %s\r\n\r\n",
-	                      method, path, host, port,
-	                      keepalive ? "keep-alive" : "close");
+			      "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
+			      "User-Agent: resilix-test-client\r\n"
+			      "Accept: */*\r\nConnection: %s\r\n\r\n",
+			      method, path, host, port,
+			      keepalive ? "keep-alive" : "close");
 
 	for (r = 0; r < requests; r++) {
 		long long start = elapsed_us(), lat;
@@ -271,8 +281,8 @@ static void *worker(void *arg)
 		size_t sent = 0;
 
 		if (r > 0 && interval_ms > 0) {
-			struct timespec ts = { interval_ms / 1000,
-			                       (interval_ms % 1000) * 1000000L };
+			struct timespec ts = {interval_ms / 1000,
+					      (interval_ms % 1000) * 1000000L};
 			nanosleep(&ts, NULL);
 			start = elapsed_us();
 		}
@@ -301,7 +311,9 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&out_mu);
 		printf("%ld %lld %lld %d %s %d\n", id, start / 1000, lat,
 		       status,
-		       err == 0 ? "OK" : err == -1 ? "EOF" : errno_name(err),
+		       err == 0	   ? "OK"
+		       : err == -1 ? "EOF"
+				   : errno_name(err),
 		       reached);
 		fflush(stdout);
 		pthread_mutex_unlock(&out_mu);
@@ -319,7 +331,7 @@ static long num(const char *opt, const char *v, long lo, long hi)
 	x = v ? strtol(v, &end, 10) : 0;
 	if (!v || errno || end == v || *end || x < lo || x > hi) {
 		fprintf(stderr, "client: %s wants an integer in [%ld, %ld]\n",
-		        opt, lo, hi);
+			opt, lo, hi);
 		exit(2);
 	}
 	return x;

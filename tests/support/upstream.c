@@ -193,7 +193,7 @@ static void parse_phases(const char *spec)
 	nphases = 0;
 	for (item = strtok_r(copy, ",", &save); item;
 	     item = strtok_r(NULL, ",", &save)) {
-		char *f[6] = { 0 }, *fs = NULL, *tok;
+		char *f[6] = {0}, *fs = NULL, *tok;
 		int n = 0;
 		struct phase *p;
 		if (nphases == MAX_PHASES)
@@ -214,16 +214,16 @@ static void parse_phases(const char *spec)
 				die("bad phase '%s:%s'", f[0], f[1]);
 			p->mode = M_OK;
 			if (n == 3)
-				p->lat_ms = parse_long(f[2], "latency", 0,
-				                       3600000);
+				p->lat_ms =
+				    parse_long(f[2], "latency", 0, 3600000);
 		} else if (!strcmp(f[1], "status")) {
 			if (n < 3 || n > 4)
 				die("status wants CODE[:LAT_MS]");
 			p->mode = M_STATUS;
 			p->code = (int)parse_long(f[2], "code", 100, 599);
 			if (n == 4)
-				p->lat_ms = parse_long(f[3], "latency", 0,
-				                       3600000);
+				p->lat_ms =
+				    parse_long(f[3], "latency", 0, 3600000);
 		} else if (!strcmp(f[1], "mix")) {
 			if (n != 5)
 				die("mix wants PCT:CODE:LAT_MS");
@@ -249,25 +249,44 @@ static void parse_phases(const char *spec)
 static const char *reason(int code)
 {
 	switch (code) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Status";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Status";
 	}
 }
 
@@ -306,7 +325,7 @@ static void log_line(int fd, const char *fmt, ...)
 
 static void close_rst(int fd)
 {
-	struct linger lg = { 1, 0 };
+	struct linger lg = {1, 0};
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 	close(fd);
 }
@@ -348,7 +367,7 @@ static size_t header_end(const char *buf, size_t len)
  * length LEN; copies its trimmed value into OUT. Returns 1 when found.
  */
 static int header_value(const char *hdr, size_t len, const char *name,
-                        char *out, size_t outlen)
+			char *out, size_t outlen)
 {
 	size_t nl = strlen(name);
 	const char *p = hdr, *end = hdr + len;
@@ -363,7 +382,8 @@ static int header_value(const char *hdr, size_t len, const char *name,
 			while (v < eol && (*v == ' ' || *v == '\t'))
 				v++;
 			vl = (size_t)(eol - v);
-			while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
+			while (vl > 0 &&
+			       (v[vl - 1] == '\r' || v[vl - 1] == ' '))
 				vl--;
 			if (vl >= outlen)
 				vl = outlen - 1;
@@ -384,7 +404,7 @@ static int header_value(const char *hdr, size_t len, const char *name,
 static int wait_readable(int fd, long *idle_since)
 {
 	for (;;) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
+		struct pollfd pfd = {fd, POLLIN, 0};
 		int r;
 		if (stopping)
 			return 0;
@@ -430,9 +450,9 @@ static void *conn_main(void *arg)
 			ssize_t n;
 			if (len >= REQ_BUF) {
 				const char *e = "HTTP/1.1 431 Request Header "
-				                "Fields Too Large\r\nContent-"
-				                "Length: 0\r\nConnection: "
-				                "close\r\n\r\n";
+						"Fields Too Large\r\nContent-"
+						"Length: 0\r\nConnection: "
+						"close\r\n\r\n";
 				write_all(fd, e, strlen(e));
 				goto out;
 			}
@@ -458,9 +478,11 @@ static void *conn_main(void *arg)
 			goto out;
 		}
 		buf[hlen] = 0;
-		if (sscanf(buf, "%31s %2047s %15s", method, path, version) != 3) {
-			const char *e = "HTTP/1.1 400 Bad Request\r\nContent-"
-			                "Length: 0\r\nConnection: close\r\n\r\n";
+		if (sscanf(buf, "%31s %2047s %15s", method, path, version) !=
+		    3) {
+			const char *e =
+			    "HTTP/1.1 400 Bad Request\r\nContent-"
+			    "Length: 0\r\nConnection: close\r\n\r\n";
 			write_all(fd, e, strlen(e));
 			goto out;
 		}
@@ -508,7 +530,7 @@ static void *conn_main(void *arg)
 			 * the phase ends (then close it: the client sees EOF).
 			 */
 			for (;;) {
-				struct pollfd hp = { fd, POLLIN, 0 };
+				struct pollfd hp = {fd, POLLIN, 0};
 				ssize_t n;
 				if (stopping ||
 				    phases[phase_at(now_ms())].mode != M_HANG)
@@ -528,9 +550,9 @@ static void *conn_main(void *arg)
 			pthread_mutex_unlock(&mu);
 			/* Bresenham spread: exactly pct% of the requests. */
 			code = ((k + 1) * (unsigned long)p->pct / 100 >
-			        k * (unsigned long)p->pct / 100)
-			               ? p->code
-			               : 200;
+				k * (unsigned long)p->pct / 100)
+				   ? p->code
+				   : 200;
 		}
 		log_line(log_fd, "%ld %s %s %d\n", t, method, path, code);
 
@@ -539,19 +561,17 @@ static void *conn_main(void *arg)
 		capacity_release();
 
 		plen = snprintf(payload, sizeof payload, "%d %s\n", code,
-		                reason(code));
-		rlen = snprintf(resp, sizeof resp,
-		                "HTTP/1.1 %d %s\r\n"
-		                "Content-Type: text/plain\r\n"
-		                "Content-Length: %d\r\n"
-		                "%s"
-		                "Connection: %s\r\n\r\n",
-		                code, reason(code),
-		                strcmp(method, "HEAD") ? plen : 0,
-		                (code == 503 || code == 429)
-		                        ? "Retry-After: 1\r\n"
-		                        : "",
-		                keep ? "keep-alive" : "close");
+				reason(code));
+		rlen = snprintf(
+		    resp, sizeof resp,
+		    "HTTP/1.1 %d %s\r\n"
+		    "Content-Type: text/plain\r\n"
+		    "Content-Length: %d\r\n"
+		    "%s"
+		    "Connection: %s\r\n\r\n",
+		    code, reason(code), strcmp(method, "HEAD") ? plen : 0,
+		    (code == 503 || code == 429) ? "Retry-After: 1\r\n" : "",
+		    keep ? "keep-alive" : "close");
 		if (strcmp(method, "HEAD") && code != 204 && code != 304 &&
 		    rlen + plen < (int)sizeof resp) {
 			memcpy(resp + rlen, payload, (size_t)plen);
@@ -595,8 +615,10 @@ static int open_listener(int port, int *bound_port, int quiet)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
 	    listen(fd, 512) < 0) {
 		if (!quiet)
-			fprintf(stderr, "upstream: bind/listen 127.0.0.1:%d: "
-			                "%s\n", port, strerror(errno));
+			fprintf(stderr,
+				"upstream: bind/listen 127.0.0.1:%d: "
+				"%s\n",
+				port, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -715,14 +737,14 @@ int main(int argc, char **argv)
 		if (t >= max_seconds * 1000) {
 			if (verbose)
 				fprintf(stderr, "upstream: --max-seconds "
-				                "reached\n");
+						"reached\n");
 			break;
 		}
 		if (idx != cur) {
 			cur = idx;
 			if (verbose)
 				fprintf(stderr, "upstream: %ld ms: phase %d\n",
-				        t, idx);
+					t, idx);
 		}
 		if (phases[idx].mode == M_REFUSE && lfd >= 0) {
 			close(lfd);
@@ -753,7 +775,7 @@ int main(int argc, char **argv)
 			struct sockaddr_in peer;
 			socklen_t pl = sizeof peer;
 			int cfd = accept4(lfd, (struct sockaddr *)&peer, &pl,
-			                  SOCK_CLOEXEC);
+					  SOCK_CLOEXEC);
 			struct conn *c;
 			pthread_t th;
 			pthread_attr_t attr;
@@ -761,9 +783,9 @@ int main(int argc, char **argv)
 			if (cfd < 0)
 				continue;
 			log_line(conn_log_fd, "%ld accept %d\n", now_ms(),
-			         ntohs(peer.sin_port));
+				 ntohs(peer.sin_port));
 			setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one,
-			           sizeof one);
+				   sizeof one);
 			c = malloc(sizeof *c);
 			if (!c) {
 				close(cfd);
@@ -773,7 +795,7 @@ int main(int argc, char **argv)
 			c->peer_port = ntohs(peer.sin_port);
 			pthread_attr_init(&attr);
 			pthread_attr_setdetachstate(&attr,
-			                            PTHREAD_CREATE_DETACHED);
+						    PTHREAD_CREATE_DETACHED);
 			pthread_attr_setstacksize(&attr, 256 * 1024);
 			pthread_mutex_lock(&mu);
 			active_conns++;
