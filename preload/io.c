@@ -1,8 +1,12 @@
 /*
  * preload/io.c - the wrappers of every call that moves bytes: read, write,
- * send, recv, sendto, recvfrom, sendmsg, recvmsg, writev, readv, and the
- * fortified __read_chk, __recv_chk and __recvfrom_chk that programs built
- * with _FORTIFY_SOURCE call instead of read/recv/recvfrom.
+ * send, recv, sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg,
+ * writev, readv, sendfile, sendfile64, the reserved names glibc exports
+ * for some of them (__read, __write, __send), and the fortified
+ * __read_chk, __recv_chk and __recvfrom_chk that programs built with
+ * _FORTIFY_SOURCE call instead of read/recv/recvfrom (glibc 2.36 has no
+ * other _chk variant of a call that moves socket bytes: readv, writev,
+ * recvmsg and the *mmsg calls are not fortified; ADR-140).
  *
  * Design. One shape for all: ask call.c to begin (which, on an untracked
  * fd or a call already answered, costs a table lookup and a branch and
@@ -13,6 +17,16 @@
  * write of a new request on a kept-alive connection: then -1 with errno
  * ECONNREFUSED, and not a byte written (DESIGN.md section 3: no data is
  * lost or half-sent).
+ *
+ * sendmmsg and recvmmsg count as one send or one receive of all their
+ * messages: a call is a request and its response, whatever the batching.
+ * recvmmsg hands the sniffer the first message's bytes, which is where a
+ * status line is. sendfile sends from a file to @out_fd, which may be a
+ * tracked socket; its source is never a socket.
+ *
+ * sendto and sendmsg with MSG_FASTOPEN and a destination are an implicit
+ * connect (TCP Fast Open): they are admitted there exactly like connect,
+ * and a refusal returns -1/ECONNREFUSED with nothing sent.
  *
  * The fortified variants check the buffer size exactly as glibc does
  * (calling __chk_fail on overflow) and then run the same logic as the
@@ -25,6 +39,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -39,6 +54,14 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 		       __SOCKADDR_ARG addr, socklen_t *addrlen);
+/* Reserved names glibc exports without declaring them. */
+ssize_t __read(int fd, void *buf, size_t len);
+ssize_t __write(int fd, const void *buf, size_t len);
+ssize_t __send(int fd, const void *buf, size_t len, int flags);
+
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
+#endif
 
 /* Total bytes an iovec array asks for (0 for an invalid count: the real
  * call will fail with EINVAL). Saturates instead of wrapping. */
@@ -110,6 +133,11 @@ RX_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	return do_read(fd, buf, len);
 }
 
+RX_EXPORT ssize_t __read(int fd, void *buf, size_t len)
+{
+	return do_read(fd, buf, len);
+}
+
 RX_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
 	if (len > buflen)
@@ -172,6 +200,44 @@ RX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	return n;
 }
 
+/* Bytes all messages of an mmsghdr vector ask for (saturating). */
+static size_t mmsg_total(const struct mmsghdr *vec, unsigned int n)
+{
+	size_t total = 0, one;
+	unsigned int i;
+
+	if (!vec || n == 0 || n > UIO_MAXIOV)
+		return 0;
+	for (i = 0; i < n; i++) {
+		one = iov_total(vec[i].msg_hdr.msg_iov,
+				(long)vec[i].msg_hdr.msg_iovlen);
+		if (one > SIZE_MAX - total)
+			return SIZE_MAX;
+		total += one;
+	}
+	return total;
+}
+
+RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
+		       struct timespec *timeout)
+{
+	struct rx_op op;
+	int rc;
+
+	if (rx__read_begin(&op, fd, flags, mmsg_total(vec, n)) != RX_OP_TRACK)
+		return rx__real_recvmmsg(fd, vec, n, flags, timeout);
+	rc = rx__real_recvmmsg(fd, vec, n, flags, timeout);
+	if (rc > 0) {
+		/* Messages after the first continue the response. */
+		rx__read_end(&op, (ssize_t)vec[0].msg_len,
+			     vec[0].msg_hdr.msg_iov,
+			     (int)vec[0].msg_hdr.msg_iovlen);
+	} else {
+		rx__read_end(&op, rc, NULL, 0);
+	}
+	return rc;
+}
+
 /* ---- sending ------------------------------------------------------ */
 
 /* The common begin step of the sending calls: 1 = tracked, 0 = pass,
@@ -205,6 +271,11 @@ RX_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	return n;
 }
 
+RX_EXPORT ssize_t __write(int fd, const void *buf, size_t len)
+{
+	return write(fd, buf, len);
+}
+
 RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct rx_op op;
@@ -220,13 +291,52 @@ RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	return n;
 }
 
+/*
+ * TCP Fast Open: a send with MSG_FASTOPEN and a destination connects (and
+ * may carry the first bytes in the SYN). Admission is the connect's; the
+ * real call's result settles it like connect's would: bytes accepted or
+ * EINPROGRESS leave the call waiting for its response, anything else is a
+ * connect error. 1 = tracked, 0 = pass, -1 = refused (errno set).
+ */
+static int fastopen_begin(struct rx_op *op, int fd, int flags,
+			  const struct sockaddr *sa, socklen_t salen)
+{
+	/* Not a fast open, or one on a socket we already track (the kernel
+	 * answers EISCONN or EALREADY): the ordinary send path. */
+	if (!(flags & MSG_FASTOPEN) || !sa || rx__fd_tracked(fd))
+		return 2;
+	switch (rx__connect_begin(op, fd, sa, salen)) {
+	case RX_OP_TRACK:
+		return 1;
+	case RX_OP_REFUSE:
+		errno = ECONNREFUSED;
+		return -1;
+	case RX_OP_PASS:
+	default:
+		return 0;
+	}
+}
+
+static void fastopen_end(struct rx_op *op, ssize_t n)
+{
+	rx__connect_end(op, n >= 0 ? 0 : -1);
+}
+
 RX_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 			 __CONST_SOCKADDR_ARG addr, socklen_t addrlen)
 {
 	const struct sockaddr *sa = RX_CSA(addr);
 	struct rx_op op;
 	ssize_t n;
-	int b = send_begin(&op, fd, flags, len);
+	int b = fastopen_begin(&op, fd, flags, sa, addrlen);
+
+	if (b == 1) {
+		n = rx__real_sendto(fd, buf, len, flags, sa, addrlen);
+		fastopen_end(&op, n);
+		return n;
+	}
+	if (b == 2)
+		b = send_begin(&op, fd, flags, len);
 
 	if (b == 0)
 		return rx__real_sendto(fd, buf, len, flags, sa, addrlen);
@@ -256,9 +366,18 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = msg ? send_begin(&op, fd, flags,
-				 iov_total(msg->msg_iov, (long)msg->msg_iovlen))
+	int b = msg ? fastopen_begin(&op, fd, flags, msg->msg_name,
+				     msg->msg_namelen)
 		    : 0;
+
+	if (b == 1) {
+		n = rx__real_sendmsg(fd, msg, flags);
+		fastopen_end(&op, n);
+		return n;
+	}
+	if (b == 2)
+		b = send_begin(&op, fd, flags,
+			       iov_total(msg->msg_iov, (long)msg->msg_iovlen));
 
 	if (b == 0)
 		return rx__real_sendmsg(fd, msg, flags);
@@ -267,4 +386,53 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	n = rx__real_sendmsg(fd, msg, flags);
 	rx__write_end(&op, n);
 	return n;
+}
+
+RX_EXPORT ssize_t __send(int fd, const void *buf, size_t len, int flags)
+{
+	return send(fd, buf, len, flags);
+}
+
+RX_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	struct rx_op op;
+	int rc;
+	int b = send_begin(&op, fd, flags, mmsg_total(vec, n));
+
+	if (b == 0)
+		return rx__real_sendmmsg(fd, vec, n, flags);
+	if (b < 0)
+		return -1;
+	rc = rx__real_sendmmsg(fd, vec, n, flags);
+	/* rc counts messages; any message sent means bytes went out. */
+	rx__write_end(&op, rc);
+	return rc;
+}
+
+static ssize_t do_sendfile(int out, int in, off_t *off, size_t count,
+			   bool large)
+{
+	struct rx_op op;
+	ssize_t n;
+	int b = send_begin(&op, out, 0, count);
+
+	if (b == 0)
+		return large ? rx__real_sendfile64(out, in, off, count)
+			     : rx__real_sendfile(out, in, off, count);
+	if (b < 0)
+		return -1;
+	n = large ? rx__real_sendfile64(out, in, off, count)
+		  : rx__real_sendfile(out, in, off, count);
+	rx__write_end(&op, n);
+	return n;
+}
+
+RX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	return do_sendfile(out, in, off, count, false);
+}
+
+RX_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	return do_sendfile(out, in, (off_t *)off, count, true);
 }

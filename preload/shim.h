@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "resilix.h"
 #include "shim_config.h"
@@ -135,6 +136,18 @@ ssize_t rx__real_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt);
 ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt);
+int rx__real_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags);
+int rx__real_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
+		      struct timespec *timeout);
+ssize_t rx__real_sendfile(int out, int in, off_t *off, size_t count);
+ssize_t rx__real_sendfile64(int out, int in, off_t *off, size_t count);
+int rx__real_close_range(unsigned int first, unsigned int last, int flags);
+void rx__real_closefrom(int lowfd);
+/* @arg: the third argument, already read with the type @cmd takes (int
+ * or pointer) and widened to long; 0 for commands that take none. */
+int rx__real_fcntl(int fd, int cmd, long arg);
+int rx__real_fcntl64(int fd, int cmd, long arg);
+int rx__real_shutdown(int fd, int how);
 
 /* ------------------------------------------------------------------------
  * sniff_http.c - the HTTP/1.x status-line sniffer.

@@ -12,22 +12,42 @@
  * connect, for blocking and non-blocking sockets alike (DESIGN.md: a
  * refusal never sends a packet).
  *
- * Calls that return a fd number drop any state the table still holds for
- * that number: the kernel only hands out free numbers, so such state is
- * stale (the socket was closed through a path we do not see, such as
- * close_range or fclose on an fdopen'd socket) and must not be mistaken
- * for the new file. Tracking dup'ed and accepted sockets is a later step;
- * today they pass through untracked, as inbound sockets always will.
+ * Calls that return a fd number (socket, accept, dup, fcntl F_DUPFD...)
+ * drop any state the table still holds for that number: the kernel only
+ * hands out free numbers, so such state is stale (the socket was closed
+ * through a path we do not see, such as fclose on an fdopen'd socket) and
+ * must not be mistaken for the new file. Accepted sockets are inbound and
+ * never tracked. A duplicate of a tracked socket is not tracked either
+ * (ADR-141): the call stays with the original number, and closing that
+ * number while a duplicate lives on abandons the call (no evidence).
+ *
+ * Every way of closing a number forgets its state before the real call:
+ * close, dup2/dup3 onto it, close_range, closefrom (ADR-142). shutdown
+ * with SHUT_RD or SHUT_RDWR ends tracking too: the EOF the program then
+ * reads is its own doing, not the upstream's. SHUT_WR is the ordinary
+ * half-close after a request and changes nothing.
+ *
+ * glibc also exports some of these under reserved names (__connect,
+ * __close, __dup2, __fcntl); a program or library linked against them
+ * would otherwise bypass the shim, so they are wrapped too (ADR-140).
  */
 #include "config.h"
 
 #undef _FORTIFY_SOURCE /* we define the functions fortify would wrap */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "shim.h"
+
+/* glibc exports these reserved names without declaring them. */
+int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len);
+int __close(int fd);
+int __dup2(int fd, int fd2);
+int __fcntl(int fd, int cmd, ...);
 
 /* Drop stale state for a number the kernel just handed out. */
 static int fresh_fd(int fd)
@@ -37,9 +57,8 @@ static int fresh_fd(int fd)
 	return fd;
 }
 
-RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
+static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	const struct sockaddr *sa = RX_CSA(addr);
 	struct rx_op op;
 	int rc;
 
@@ -55,6 +74,16 @@ RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 	default:
 		return rx__real_connect(fd, sa, len);
 	}
+}
+
+RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
+{
+	return do_connect(fd, RX_CSA(addr), len);
+}
+
+RX_EXPORT int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
+{
+	return do_connect(fd, RX_CSA(addr), len);
 }
 
 /*
@@ -80,6 +109,78 @@ RX_EXPORT int close(int fd)
 		rx__fd_forget(fd);
 	rx__log_fd_lost(fd);
 	return rx__real_close(fd);
+}
+
+RX_EXPORT int __close(int fd)
+{
+	return close(fd);
+}
+
+/*
+ * Forget every tracked number in [first, last] that the table covers.
+ * O(min(last, capacity) - first) loads: close_range is rare (before exec,
+ * in daemons) and the table is at most RX_FD_CAP entries.
+ */
+static void forget_range(unsigned int first, unsigned int last)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	unsigned int fd;
+
+	if (cap == 0 || first >= cap)
+		return;
+	if (last >= cap)
+		last = cap - 1;
+	for (fd = first; fd <= last; fd++)
+		if (rx__fd_tracked((int)fd))
+			rx__fd_forget((int)fd);
+}
+
+/*
+ * close_range(2): the numbers in the range close, ours included; the log
+ * file, if it is among them, falls back to stderr (ADR-142). With
+ * CLOSE_RANGE_CLOEXEC nothing closes now and nothing is forgotten: the
+ * numbers close at exec, where the new image starts from nothing anyway.
+ * Invalid arguments (first > last, unknown flags) reach the kernel, which
+ * refuses them, and we forget nothing.
+ */
+RX_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	unsigned int fd;
+
+	if (first <= last && !(flags & ~(CLOSE_RANGE_UNSHARE |
+					  CLOSE_RANGE_CLOEXEC)) &&
+	    !(flags & CLOSE_RANGE_CLOEXEC)) {
+		int saved = errno;
+
+		forget_range(first, last);
+		/* The log file sits at a fixed high number (>= 100). */
+		for (fd = first; fd <= last && fd < 1024; fd++)
+			rx__log_fd_lost((int)fd);
+		errno = saved;
+	}
+	return rx__real_close_range(first, last, flags);
+}
+
+RX_EXPORT void closefrom(int lowfd)
+{
+	if (lowfd >= 0) {
+		int saved = errno;
+		unsigned int fd;
+
+		forget_range((unsigned)lowfd, ~0U);
+		for (fd = (unsigned)lowfd; fd < 1024; fd++)
+			rx__log_fd_lost((int)fd);
+		errno = saved;
+	}
+	rx__real_closefrom(lowfd);
+}
+
+RX_EXPORT int shutdown(int fd, int how)
+{
+	if ((how == SHUT_RD || how == SHUT_RDWR) && rx__fd_tracked(fd))
+		rx__fd_forget(fd);
+	return rx__real_shutdown(fd, how);
 }
 
 RX_EXPORT int socket(int domain, int type, int protocol)
@@ -112,6 +213,11 @@ RX_EXPORT int dup2(int fd, int fd2)
 	return rx__real_dup2(fd, fd2);
 }
 
+RX_EXPORT int __dup2(int fd, int fd2)
+{
+	return dup2(fd, fd2);
+}
+
 RX_EXPORT int dup3(int fd, int fd2, int flags)
 {
 	if (fd != fd2 && rx__fd_tracked(fd2))
@@ -119,4 +225,84 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
 	if (fd != fd2)
 		rx__log_fd_lost(fd2);
 	return rx__real_dup3(fd, fd2, flags);
+}
+
+/*
+ * fcntl's third argument: by command, an int, a pointer, or nothing
+ * (fcntl(2)). Reading it with the wrong type is undefined behaviour, and on
+ * x86-64 an int read as a long carries whatever the caller left in the
+ * upper half of the register, which F_DUPFD would then reject as out of
+ * range. Commands this table does not know are read as pointers, as glibc
+ * itself does: every argument fits in one.
+ */
+static long fcntl_arg(int cmd, va_list ap)
+{
+	switch (cmd) {
+	case F_GETFD:
+	case F_GETFL:
+	case F_GETOWN:
+	case F_GETSIG:
+	case F_GETLEASE:
+	case F_GETPIPE_SZ:
+#ifdef F_GET_SEALS
+	case F_GET_SEALS:
+#endif
+		return 0;
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+	case F_SETFD:
+	case F_SETFL:
+	case F_SETOWN:
+	case F_SETSIG:
+	case F_SETLEASE:
+	case F_NOTIFY:
+	case F_SETPIPE_SZ:
+#ifdef F_ADD_SEALS
+	case F_ADD_SEALS:
+#endif
+		return (long)va_arg(ap, int);
+	default:
+		return (long)(intptr_t)va_arg(ap, void *);
+	}
+}
+
+/* F_DUPFD and F_DUPFD_CLOEXEC hand out a number like dup does. */
+static int fcntl_result(int cmd, int rc)
+{
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return fresh_fd(rc);
+	return rc;
+}
+
+RX_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = fcntl_arg(cmd, ap);
+	va_end(ap);
+	return fcntl_result(cmd, rx__real_fcntl(fd, cmd, arg));
+}
+
+RX_EXPORT int __fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = fcntl_arg(cmd, ap);
+	va_end(ap);
+	return fcntl_result(cmd, rx__real_fcntl(fd, cmd, arg));
+}
+
+RX_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = fcntl_arg(cmd, ap);
+	va_end(ap);
+	return fcntl_result(cmd, rx__real_fcntl64(fd, cmd, arg));
 }

@@ -55,6 +55,14 @@ typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *,
 typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
 typedef ssize_t (*iov_fn)(int, const struct iovec *, int);
+typedef int (*mmsg_fn)(int, struct mmsghdr *, unsigned int, int);
+typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int,
+			   struct timespec *);
+typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
+typedef int (*close_range_fn)(unsigned int, unsigned int, int);
+typedef void (*closefrom_fn)(int);
+typedef int (*fcntl_fn)(int, int, ...);
+typedef int (*shutdown_fn)(int, int);
 
 /* Written once by the binding thread before `state` becomes BOUND
  * (release); read only after an acquire load of BOUND. */
@@ -78,6 +86,15 @@ static struct {
 	recvmsg_fn recvmsg;
 	iov_fn writev;
 	iov_fn readv;
+	mmsg_fn sendmmsg;
+	recvmmsg_fn recvmmsg;
+	sendfile_fn sendfile;
+	sendfile_fn sendfile64;
+	close_range_fn close_range;
+	closefrom_fn closefrom;
+	fcntl_fn fcntl;
+	fcntl_fn fcntl64;
+	shutdown_fn shutdown;
 } real;
 
 enum { UNBOUND = 0, BINDING = 1, BOUND = 2 };
@@ -111,6 +128,17 @@ static void bind_all(void)
 	real.recvmsg = (recvmsg_fn)next("recvmsg");
 	real.writev = (iov_fn)next("writev");
 	real.readv = (iov_fn)next("readv");
+	real.sendmmsg = (mmsg_fn)next("sendmmsg");
+	real.recvmmsg = (recvmmsg_fn)next("recvmmsg");
+	real.sendfile = (sendfile_fn)next("sendfile");
+	real.sendfile64 = (sendfile_fn)next("sendfile64");
+	/* close_range and closefrom appeared in glibc 2.34: on an older
+	 * libc they stay unbound and use the system call. */
+	real.close_range = (close_range_fn)next("close_range");
+	real.closefrom = (closefrom_fn)next("closefrom");
+	real.fcntl = (fcntl_fn)next("fcntl");
+	real.fcntl64 = (fcntl_fn)next("fcntl64");
+	real.shutdown = (shutdown_fn)next("shutdown");
 }
 
 /*
@@ -286,4 +314,78 @@ ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt)
 	if (bound() && real.readv)
 		return real.readv(fd, iov, iovcnt);
 	return SYS(SYS_readv, fd, iov, iovcnt);
+}
+
+int rx__real_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	if (bound() && real.sendmmsg)
+		return real.sendmmsg(fd, vec, n, flags);
+	return (int)SYS(SYS_sendmmsg, fd, vec, n, flags);
+}
+
+int rx__real_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
+		      struct timespec *timeout)
+{
+	if (bound() && real.recvmmsg)
+		return real.recvmmsg(fd, vec, n, flags, timeout);
+	return (int)SYS(SYS_recvmmsg, fd, vec, n, flags, timeout);
+}
+
+ssize_t rx__real_sendfile(int out, int in, off_t *off, size_t count)
+{
+	if (bound() && real.sendfile)
+		return real.sendfile(out, in, off, count);
+	return SYS(SYS_sendfile, out, in, off, count);
+}
+
+/* off_t is 64 bits on every ABI the shim builds for (LP64): sendfile and
+ * sendfile64 are the same call, bound separately only because a program
+ * may name either. */
+ssize_t rx__real_sendfile64(int out, int in, off_t *off, size_t count)
+{
+	if (bound() && real.sendfile64)
+		return real.sendfile64(out, in, off, count);
+	return SYS(SYS_sendfile, out, in, off, count);
+}
+
+int rx__real_close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (bound() && real.close_range)
+		return real.close_range(first, last, flags);
+	return (int)SYS(SYS_close_range, first, last, flags);
+}
+
+void rx__real_closefrom(int lowfd)
+{
+	if (bound() && real.closefrom) {
+		real.closefrom(lowfd);
+		return;
+	}
+	/* glibc falls back to scanning /proc/self/fd when close_range is
+	 * missing; before start-up the system call alone will do. */
+	(void)SYS(SYS_close_range, (unsigned)lowfd, ~0U, 0);
+}
+
+/* fcntl's third argument is an int or a pointer depending on the command;
+ * io.c reads it with the right type and hands it here as a long, which the
+ * system call takes either way. */
+int rx__real_fcntl(int fd, int cmd, long arg)
+{
+	if (bound() && real.fcntl)
+		return real.fcntl(fd, cmd, arg);
+	return (int)SYS(SYS_fcntl, fd, cmd, arg);
+}
+
+int rx__real_fcntl64(int fd, int cmd, long arg)
+{
+	if (bound() && real.fcntl64)
+		return real.fcntl64(fd, cmd, arg);
+	return (int)SYS(SYS_fcntl, fd, cmd, arg);
+}
+
+int rx__real_shutdown(int fd, int how)
+{
+	if (bound() && real.shutdown)
+		return real.shutdown(fd, how);
+	return (int)SYS(SYS_shutdown, fd, how);
 }

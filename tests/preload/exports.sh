@@ -14,25 +14,41 @@
 rx_need nm
 [ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
 
-expected="__read_chk
+expected="__close
+__connect
+__dup2
+__fcntl
+__read
+__read_chk
 __recv_chk
 __recvfrom_chk
+__send
+__write
 accept
 accept4
 close
+close_range
+closefrom
 connect
 dup
 dup2
 dup3
+fcntl
+fcntl64
 getsockopt
 read
 readv
 recv
 recvfrom
+recvmmsg
 recvmsg
 send
+sendfile
+sendfile64
+sendmmsg
 sendmsg
 sendto
+shutdown
 socket
 write
 writev"
