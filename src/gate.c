@@ -7,6 +7,12 @@
  * sees its release before anything that happened after its admission. The
  * refusing policy's decision and reason are returned unchanged; a queue
  * decision is passed through so a blocking caller can wait and ask again.
+ *
+ * rx_gate_admit_last serves the limiter's waiters (ADR-131): a waiter's
+ * slot comes from rx_limiter_try_dequeue, outside the gate, so the
+ * policies before the limiter are asked afresh at that moment (the breaker
+ * may have opened while the call waited) and the pre-obtained ticket takes
+ * the last place; a refusal releases it like any other admission.
  */
 #include <stddef.h>
 
@@ -56,6 +62,51 @@ enum rx_decision rx_gate_admit(struct rx_gate *g,
 		while (i-- > 0)
 			g->policies[i].ops->settle(g->policies[i].self,
 						   &permit->tickets[i], &rel);
+		return d;
+	}
+	permit->count = g->count;
+	return RX_ADMIT;
+}
+
+/* Release tickets [0, n) of @permit in reverse order (ADR-007). */
+static void release_first(struct rx_gate *g, struct rx_gate_permit *permit,
+			  uint32_t n, uint64_t now_ns)
+{
+	struct rx_observation rel = {
+	    .verdict = RX_REJECTED,
+	    .latency_us = 0,
+	    .now_ns = now_ns,
+	};
+	while (n-- > 0)
+		g->policies[n].ops->settle(g->policies[n].self,
+					   &permit->tickets[n], &rel);
+}
+
+enum rx_decision rx_gate_admit_last(struct rx_gate *g,
+				    const struct rx_admit_ctx *ctx,
+				    const struct rx_ticket *last,
+				    struct rx_gate_permit *permit,
+				    struct rx_refusal *why)
+{
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	permit->count = 0;
+	if (g->count == 0)
+		return RX_ADMIT;
+	uint32_t n = g->count - 1;
+	permit->tickets[n] = *last;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rx_gate_entry *e = &g->policies[i];
+		struct rx_ticket *t = &permit->tickets[i];
+		t->start_ns = ctx->now_ns;
+		t->generation = 0;
+		t->flags = 0;
+		enum rx_decision d = e->ops->admit(e->self, ctx, t, why);
+		if (d == RX_ADMIT)
+			continue;
+		release_first(g, permit, i, ctx->now_ns);
+		struct rx_observation rel = {RX_REJECTED, 0, ctx->now_ns};
+		g->policies[n].ops->settle(g->policies[n].self, last, &rel);
 		return d;
 	}
 	permit->count = g->count;

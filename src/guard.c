@@ -1,12 +1,18 @@
 /*
  * guard.c - one key's policies and telemetry (guard.h).
  *
- * A guard is a gate holding the policies its configuration turns on (today
- * the breaker), plus counters a metrics writer reads: settled calls by
- * verdict, refusals by reason, slow calls, calls in flight. Only RX_REFUSE
- * counts as a refusal: a queue decision may still end in admission, and
- * counting it would report one call twice. The registry reads in_flight
- * and the breaker state to decide what it may evict.
+ * A guard is a gate holding the policies its configuration turns on, in
+ * this order: the breaker, then the adaptive concurrency limiter (ADR-135:
+ * a circuit that is open refuses before a limiter slot or a queue place is
+ * taken, and a call the limiter queues releases its breaker admission at
+ * once, so a half-open probe is never held by a waiting call). Plus
+ * counters a metrics writer reads: settled calls by verdict, refusals by
+ * reason, slow calls, calls in flight. Only RX_REFUSE counts as a refusal:
+ * a queue decision may still end in admission, and counting it would
+ * report one call twice; a waiter that ends refused (its place taken by a
+ * falling limit, the circuit opened, the executor's queue timeout) is
+ * counted when it ends. The registry reads in_flight, the waiters and the
+ * breaker state to decide what it may evict.
  */
 #include <stddef.h>
 #include <string.h>
@@ -19,6 +25,8 @@ void rx_guard_config_default(struct rx_guard_config *cfg)
 {
 	cfg->breaker_on = true;
 	rx_breaker_config_default(&cfg->breaker);
+	cfg->limiter_on = true;
+	rx_limiter_config_default(&cfg->limiter);
 }
 
 int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
@@ -28,9 +36,13 @@ int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
 			*why = "guard configuration is missing";
 		return RX_EINVAL;
 	}
-	if (!cfg->breaker_on)
-		return RX_OK;
-	return rx_breaker_config_check(&cfg->breaker, why);
+	if (cfg->breaker_on &&
+	    rx_breaker_config_check(&cfg->breaker, why) != RX_OK)
+		return RX_EINVAL;
+	if (cfg->limiter_on &&
+	    rx_limiter_config_check(&cfg->limiter, why) != RX_OK)
+		return RX_EINVAL;
+	return RX_OK;
 }
 
 int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
@@ -45,10 +57,24 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 			return RX_EINVAL;
 		rx_gate_add(&g->gate, &rx_breaker_ops, &g->breaker);
 	}
-	/* Without a breaker the zeroed struct reads as closed, which is what
-	 * the registry's eviction test wants. */
+	if (cfg->limiter_on) {
+		if (rx_limiter_init(&g->limiter, &cfg->limiter) != RX_OK)
+			return RX_EINVAL;
+		rx_gate_add(&g->gate, &rx_limiter_ops, &g->limiter);
+		g->limiter_on = true;
+	}
+	/* Without a breaker the zeroed struct reads as closed, and without a
+	 * limiter it has no waiters, which is what the registry's eviction
+	 * test wants. */
 	g->last_used_ns = now_ns;
 	return RX_OK;
+}
+
+static void count_refusal(struct rx_guard *g, enum rx_reason reason)
+{
+	unsigned r = (unsigned)reason;
+	if (r < RX_REASON_COUNT)
+		g->counters.refused[r] = rx__sat_add(g->counters.refused[r], 1);
 }
 
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -62,10 +88,7 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 	if (d == RX_ADMIT) {
 		g->in_flight = rx__sat_inc32(g->in_flight);
 	} else if (d == RX_REFUSE) {
-		unsigned r = (unsigned)why->reason;
-		if (r < RX_REASON_COUNT)
-			g->counters.refused[r] =
-			    rx__sat_add(g->counters.refused[r], 1);
+		count_refusal(g, why->reason);
 	}
 	return d;
 }
@@ -84,4 +107,59 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	if (slow_ms > 0 && obs->verdict != RX_REJECTED &&
 	    obs->latency_us >= rx__sat_mul(slow_ms, 1000))
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
+}
+
+int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns, uint64_t *wait_ticket)
+{
+	if (!g->limiter_on)
+		return RX_ENOSPC;
+	if (now_ns > g->last_used_ns)
+		g->last_used_ns = now_ns;
+	int rc = rx_limiter_enqueue(&g->limiter, now_ns, wait_ticket);
+	if (rc != RX_OK)
+		count_refusal(g, RX_REASON_LIMITER_FULL);
+	return rc;
+}
+
+enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
+				      const struct rx_admit_ctx *ctx,
+				      uint64_t wait_ticket,
+				      struct rx_gate_permit *permit,
+				      struct rx_refusal *why)
+{
+	struct rx_ticket t;
+
+	permit->count = 0;
+	if (!g->limiter_on) {
+		why->reason = RX_REASON_LIMITER_FULL;
+		why->retry_after_ms = 0;
+		return RX_REFUSE;
+	}
+	if (ctx->now_ns > g->last_used_ns)
+		g->last_used_ns = ctx->now_ns;
+	enum rx_decision d = rx_limiter_try_dequeue(&g->limiter, wait_ticket,
+						    ctx->now_ns, &t, why);
+	if (d == RX_QUEUE)
+		return RX_QUEUE;
+	if (d == RX_ADMIT) {
+		/* The limiter is the gate's last policy (rx_guard_init). */
+		d = rx_gate_admit_last(&g->gate, ctx, &t, permit, why);
+		if (d == RX_ADMIT) {
+			g->in_flight = rx__sat_inc32(g->in_flight);
+			return RX_ADMIT;
+		}
+	}
+	/* A place is never handed back: whatever stopped it is a refusal. */
+	count_refusal(g, why->reason);
+	return RX_REFUSE;
+}
+
+void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
+			  bool refused)
+{
+	if (!g->limiter_on)
+		return;
+	rx_limiter_cancel_wait(&g->limiter, wait_ticket);
+	if (refused)
+		count_refusal(g, RX_REASON_LIMITER_FULL);
 }

@@ -12,8 +12,8 @@
  * there are no tombstones and probe sequences stay as short after a million
  * evictions as on the first day.
  *
- * Eviction: an entry may go only when unpinned, with no call in flight and
- * its breaker closed (an open breaker is the memory of an outage; dropping
+ * Eviction: an entry may go only when unpinned, with no call in flight, no
+ * caller waiting in its limiter's queue, and its breaker closed (an open breaker is the memory of an outage; dropping
  * it would let the next call through to a dead upstream). Such entries wait
  * in an LRU list ordered by release; entries released while not evictable
  * wait in a "parked" list until their next release. Callers are expected to
@@ -170,7 +170,11 @@ static void table_delete(struct rx_registry *r, uint32_t i)
 
 static bool evictable(const struct rx__entry *e)
 {
+	/* Waiters hold no pin of their own once their connection is gone
+	 * (a close while a write waits), and their place must outlive it:
+	 * they still take a slot of this guard when their turn comes. */
 	return e->pins == 0 && e->guard.in_flight == 0 &&
+	       rx_guard_waiters(&e->guard) == 0 &&
 	       e->guard.breaker.state == RX_BREAKER_CLOSED;
 }
 

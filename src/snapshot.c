@@ -17,6 +17,9 @@
  *     no probe in flight, which is what the next admit would have made of
  *     it. A half-open breaker comes back with no probe in flight: the
  *     process that sent the probes is gone.
+ *   - The limiter is not saved (ADR-135): a restored key's limiter starts
+ *     at its initial limit, as the fresh guard made by the insert has it.
+ *     The format stays version 1.
  */
 #include <string.h>
 

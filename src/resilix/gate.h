@@ -58,6 +58,24 @@ enum rx_decision rx_gate_admit(struct rx_gate *g,
                                struct rx_gate_permit *permit,
                                struct rx_refusal *why);
 
+/*
+ * rx_gate_admit_last - admit a call whose last policy already admitted it
+ * outside the gate (a waiter the limiter let through with
+ * rx_limiter_try_dequeue, ADR-131): asks every policy but the last, in
+ * order, and puts @last in the permit's last place.
+ * Returns RX_ADMIT with @permit filled (settle it exactly once), or the
+ * first refusing policy's decision with @why filled, every earlier
+ * admission released, and @last released too (settled with RX_REJECTED on
+ * the last policy, ADR-007): the caller holds nothing either way. An empty
+ * gate returns RX_ADMIT with an empty permit. Not thread-safe;
+ * O(policies); no allocation.
+ */
+enum rx_decision rx_gate_admit_last(struct rx_gate *g,
+                                    const struct rx_admit_ctx *ctx,
+                                    const struct rx_ticket *last,
+                                    struct rx_gate_permit *permit,
+                                    struct rx_refusal *why);
+
 /* rx_gate_settle - report an admitted call's outcome to every policy.
  * Not thread-safe; O(policies); no allocation. */
 void rx_gate_settle(struct rx_gate *g, const struct rx_gate_permit *permit,

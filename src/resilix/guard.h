@@ -2,6 +2,14 @@
  * resilix/guard.h - everything resilix keeps for one key (destination):
  * the policies configured for it, composed by a gate, plus counters for
  * telemetry. The registry (registry.h) owns guards; the shim drives them.
+ *
+ * The gate runs the breaker, then the adaptive concurrency limiter
+ * (ADR-135): a call refused by an open circuit never takes a limiter slot
+ * or a place in its queue. When the limiter answers RX_QUEUE (a caller
+ * that can wait, over the limit), a blocking executor waits through
+ * rx_guard_enqueue, rx_guard_try_dequeue and rx_guard_cancel_wait, the
+ * limiter's wait protocol (limiter.h) with the breaker asked again at the
+ * moment the waiter's turn comes (ADR-131).
  */
 #ifndef RESILIX_GUARD_H
 #define RESILIX_GUARD_H
@@ -11,6 +19,7 @@
 
 #include "resilix/breaker.h"
 #include "resilix/gate.h"
+#include "resilix/limiter.h"
 #include "resilix/policy.h"
 
 #ifdef __cplusplus
@@ -20,12 +29,16 @@ extern "C" {
 struct rx_guard_config {
 	bool breaker_on;
 	struct rx_breaker_config breaker;
+	bool limiter_on;
+	struct rx_limiter_config limiter;
 };
 
-/* rx_guard_config_default - breaker on, with its defaults. */
+/* rx_guard_config_default - breaker and limiter (Vegas) on, each with its
+ * defaults (ADR-135). */
 void rx_guard_config_default(struct rx_guard_config *cfg);
 
-/* rx_guard_config_check - RX_OK or RX_EINVAL with *why set (static). */
+/* rx_guard_config_check - RX_OK or RX_EINVAL with *why set (static): the
+ * checks of every policy that is on. */
 int rx_guard_config_check(const struct rx_guard_config *cfg,
                           const char **why);
 
@@ -38,6 +51,8 @@ struct rx_guard_counters {
 struct rx_guard {
 	struct rx_gate gate;
 	struct rx_breaker breaker;
+	struct rx_limiter limiter; /* zeroed (queued 0) when off */
+	bool limiter_on;
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint64_t last_used_ns;
@@ -62,6 +77,46 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
                                 struct rx_refusal *why);
 void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
                      const struct rx_observation *obs);
+
+/*
+ * rx_guard_enqueue - take a place in the limiter's wait queue after
+ * rx_guard_admit said RX_QUEUE (under the same lock hold).
+ * Returns RX_OK and *@wait_ticket, or RX_ENOSPC when the backlog already
+ * reaches 3L (the caller refuses the call; counted as a limiter-full
+ * refusal) or when the limiter is off. Not thread-safe; O(1).
+ */
+int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns,
+                     uint64_t *wait_ticket);
+
+/*
+ * rx_guard_try_dequeue - is it this waiter's turn? (rx_limiter_try_dequeue,
+ * then the policies before the limiter, rx_gate_admit_last.)
+ * Returns RX_ADMIT with @permit filled (settle it exactly once; the place
+ * is gone); RX_QUEUE: not yet, ask again later (the place is kept);
+ * RX_REFUSE with @why (limiter-full, or the breaker's reason if the
+ * circuit opened meanwhile): the place is gone and the refusal counted.
+ * Not thread-safe; O(policies).
+ */
+enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
+                                      const struct rx_admit_ctx *ctx,
+                                      uint64_t wait_ticket,
+                                      struct rx_gate_permit *permit,
+                                      struct rx_refusal *why);
+
+/*
+ * rx_guard_cancel_wait - give a place up (end each place exactly once).
+ * @refused: true when the call is refused because of it (the executor's
+ * queue timeout): counted as a limiter-full refusal. Not thread-safe; O(1).
+ */
+void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
+                          bool refused);
+
+/* rx_guard_waiters - places held in the limiter's queue (0 when off). The
+ * registry never evicts a guard with waiters. O(1). */
+static inline uint32_t rx_guard_waiters(const struct rx_guard *g)
+{
+	return g->limiter.queued;
+}
 
 #ifdef __cplusplus
 }

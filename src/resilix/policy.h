@@ -85,6 +85,7 @@ struct rx_observation {
  */
 enum rx_policy_kind {
 	RX_POLICY_BREAKER = 0,
+	RX_POLICY_LIMITER,
 	RX_POLICY_KIND_COUNT
 };
 

@@ -6,8 +6,8 @@
  * rx_registry_create; lookups never allocate. A hard cap on keys and an idle
  * TTL bound memory however many keys an attacker or tenant can make up.
  * A guard is pinned while a caller holds it (acquire .. release) and is
- * never evicted while pinned, while calls are in flight, or while its
- * breaker is not closed. When full and nothing can be evicted, acquire
+ * never evicted while pinned, while calls are in flight or callers wait in
+ * its limiter's queue, or while its breaker is not closed. When full and nothing can be evicted, acquire
  * returns NULL: the caller passes the call through unguarded, and the
  * overflow counter says so.
  *

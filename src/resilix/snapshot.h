@@ -6,7 +6,9 @@
  * call's verdict flags and age), the consecutive-failure count, the
  * transition count, how long it has been open, and how long the key has
  * been idle. Telemetry counters and calls in flight are not kept: they
- * describe the process that wrote the snapshot.
+ * describe the process that wrote the snapshot. Nor is the limiter's state
+ * (ADR-135): its limit and baseline describe the concurrency of the
+ * process that learnt them, and a restored key starts at the initial limit.
  *
  * Every time is stored as an age relative to the writer's now_ns, plus the
  * wall-clock time of the snapshot. Hydrate adds the idle gap

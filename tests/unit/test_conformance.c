@@ -15,6 +15,14 @@
  * caller's generator, so a policy that draws on admit is compared on what
  * it does, not on whose random numbers it got.
  *
+ * An extra call that is refused is a real refusal, not a release: a policy
+ * that counts refusals (the limiter's shed_* statistics) counts it in A
+ * and not in B. The factory names those statistics (refusal_stats, a bit
+ * per index); what an extra call's refusal adds to them is carried as an
+ * offset in the comparison, and any other statistic it changes is still a
+ * failure, as is any change an admitted-then-released call leaves behind
+ * (ADR-139).
+ *
  * To register a policy: add its kind to enum rx_policy_kind (policy.h), a
  * make/stats pair here, and its entry in factories[].
  */
@@ -45,6 +53,9 @@ struct conformance_factory {
 	 * bit pattern) into @out; return how many were written. */
 	size_t (*stats)(const void *self, uint64_t now_ns, uint64_t *out,
 			size_t max);
+	/* Bit i set: statistic i counts refusals (may grow on a refused
+	 * extra call, and only then). */
+	uint64_t refusal_stats;
 };
 
 static uint64_t bits_of(double d)
@@ -113,10 +124,85 @@ static size_t breaker_stats(const void *self, uint64_t now_ns, uint64_t *out,
 static const struct conformance_factory breaker_factory = {
     .name = "breaker", .make = breaker_make, .stats = breaker_stats};
 
+/* --- limiter ------------------------------------------------------------ */
+
+static const struct rx_policy_ops *limiter_make(void *mem, uint64_t seed,
+						void **self)
+{
+	struct rx_limiter *l = mem;
+	struct rx_rng r;
+	struct rx_limiter_config c;
+	rx_rng_seed(&r, seed ^ UINT64_C(0x11e1));
+	rx_limiter_config_default(&c);
+	/* Small limits, so that CONF_HELD calls in flight reach the queue and
+	 * shedding bands; short windows and stale periods, so that windows
+	 * close, probes run and stale limits relax within a history. */
+	c.algorithm = (enum rx_limiter_algorithm)(rx_rng_next(&r) %
+						  RX_LIMITER_ALGORITHM_COUNT);
+	c.min_limit = 1 + (uint32_t)(rx_rng_next(&r) % 3);
+	c.max_limit = c.min_limit + (uint32_t)(rx_rng_next(&r) % 30);
+	c.initial_limit =
+	    c.min_limit +
+	    (uint32_t)(rx_rng_next(&r) % (c.max_limit - c.min_limit + 1));
+	c.window_min_samples = 1 + (uint32_t)(rx_rng_next(&r) % 20);
+	c.window_min_ms = 1 + rx_rng_next(&r) % 200;
+	c.window_max_ms = c.window_min_ms + rx_rng_next(&r) % 1000;
+	c.stale_ms = 100 + rx_rng_next(&r) % 5000;
+	c.probe_multiplier = 1 + (uint32_t)(rx_rng_next(&r) % 5);
+	c.gradient2_long_window = 1 + (uint32_t)(rx_rng_next(&r) % 50);
+	CU_ASSERT_EQUAL_FATAL(rx_limiter_init(l, &c), RX_OK);
+	*self = l;
+	return &rx_limiter_ops;
+}
+
+/* Indices of the refusal counters in limiter_stats' output. */
+enum { LIM_SHED_NONBLOCKING = 12, LIM_SHED_BAND, LIM_SHED_FULL };
+
+static size_t limiter_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			    size_t max)
+{
+	struct rx_limiter_stats s;
+	rx_limiter_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    s.algorithm,
+	    s.limit,
+	    s.in_flight,
+	    s.queued,
+	    s.window_peak,
+	    s.window_samples,
+	    s.p90_us,
+	    s.rtt_noload_us,
+	    s.updates,
+	    s.drops,
+	    s.drop_decreases,
+	    s.wait_cancelled,
+	    [LIM_SHED_NONBLOCKING] = s.shed_nonblocking,
+	    [LIM_SHED_BAND] = s.shed_band,
+	    [LIM_SHED_FULL] = s.shed_full,
+	    s.probes,
+	    s.baseline_resets,
+	    s.relaxations,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory limiter_factory = {
+    .name = "limiter",
+    .make = limiter_make,
+    .stats = limiter_stats,
+    .refusal_stats = UINT64_C(1) << LIM_SHED_NONBLOCKING |
+		     UINT64_C(1) << LIM_SHED_BAND |
+		     UINT64_C(1) << LIM_SHED_FULL,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
     [RX_POLICY_BREAKER] = &breaker_factory,
+    [RX_POLICY_LIMITER] = &limiter_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
@@ -173,6 +259,8 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 	struct held held[CONF_HELD];
 	unsigned n_held = 0, extra = 0;
 	uint64_t now = 1000 * MS;
+	/* What A's refused extra calls added to its refusal counters. */
+	uint64_t offset[CONF_STATS_MAX] = {0};
 
 	for (unsigned step = 0; step < CONF_STEPS; step++) {
 		uint64_t r = rx_rng_next(&hist) % 100;
@@ -187,10 +275,22 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			struct rx_admit_ctx x = {now, &scratch, can_wait};
 			struct rx_ticket t;
 			struct rx_refusal why;
+			uint64_t before[CONF_STATS_MAX], after[CONF_STATS_MAX];
+			size_t nb = f->stats(sa, now, before, CONF_STATS_MAX);
 			if (ops->admit(sa, &x, &t, &why) == RX_ADMIT) {
 				struct rx_observation o = {RX_REJECTED, 0, now};
 				ops->settle(sa, &t, &o);
 				extra++;
+			} else {
+				/* A real refusal: only refusal counters may
+				 * move, and they stay ahead of B's by it. */
+				size_t na = f->stats(sa, now, after,
+						     CONF_STATS_MAX);
+				CU_ASSERT_EQUAL_FATAL(na, nb);
+				for (size_t i = 0; i < na && i < 64; i++)
+					if (f->refusal_stats >> i & 1)
+						offset[i] += after[i] -
+							     before[i];
 			}
 		}
 
@@ -231,6 +331,7 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 		size_t nb = f->stats(sb, now, vb, CONF_STATS_MAX);
 		CU_ASSERT_EQUAL_FATAL(na, nb);
 		for (size_t i = 0; i < na; i++) {
+			va[i] -= offset[i];
 			if (va[i] != vb[i])
 				fprintf(stderr,
 					"%s seed %llu step %u stat %zu: "

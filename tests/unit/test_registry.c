@@ -3,8 +3,8 @@
  * many more keys than the cap at constant memory (no allocation after
  * create, every guard inside the preallocated arena), an exact LRU model
  * under random churn (which exercises backward-shift deletion), pins, calls
- * in flight and open breakers never evicted, the overflow counter, and the
- * idle TTL.
+ * in flight, limiter waiters and open breakers never evicted, the overflow
+ * counter, and the idle TTL.
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -259,6 +259,51 @@ static void test_in_flight_never_evicted(void)
 	rx_registry_destroy(r);
 }
 
+/* A key whose limiter has a caller waiting (and nothing in flight, no pin:
+ * the waiter's connection was closed under it) is never evicted; once the
+ * waiter is through and settled, it may go. */
+static void test_waiters_never_evicted(void)
+{
+	struct rx_registry_config rc = {.max_keys = 2, .key_ttl_ms = 1};
+	struct rx_guard_config gc;
+	rx_guard_config_default(&gc);
+	gc.limiter.min_limit = gc.limiter.max_limit = 1;
+	gc.limiter.initial_limit = 1;
+	struct rx_registry *r = NULL;
+	CU_ASSERT_EQUAL_FATAL(rx_registry_create(&r, &rc, &gc), RX_OK);
+	struct rx_admit_ctx ctx = {.now_ns = 1, .can_wait = true};
+	struct rx_gate_permit p1, p2;
+	struct rx_refusal why;
+	uint64_t place;
+	struct rx_guard *a = getn(r, 1, 1);
+	CU_ASSERT_EQUAL(rx_guard_admit(a, &ctx, &p1, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_admit(a, &ctx, &p2, &why), RX_QUEUE);
+	CU_ASSERT_EQUAL(rx_guard_enqueue(a, 1, &place), RX_OK);
+	struct rx_observation o = {RX_SUCCESS, 1, 2};
+	rx_guard_settle(a, &p1, &o);
+	CU_ASSERT_EQUAL(a->in_flight, 0);
+	CU_ASSERT_EQUAL(rx_guard_waiters(a), 1);
+	rx_registry_release(r, a); /* unpinned, idle past the TTL, a waiter */
+	for (unsigned i = 2; i < 6; i++) {
+		struct rx_guard *g = getn(r, i, 10 * MS * i);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_PTR_NOT_EQUAL(g, a);
+		rx_registry_release(r, g);
+	}
+	CU_ASSERT_EQUAL(rx_guard_waiters(a), 1);
+	/* The waiter's turn: admitted, settled without a pin. */
+	ctx.now_ns = 60 * MS;
+	CU_ASSERT_EQUAL(rx_guard_try_dequeue(a, &ctx, place, &p2, &why),
+			RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_waiters(a), 0);
+	o.now_ns = 61 * MS;
+	rx_guard_settle(a, &p2, &o);
+	struct rx_guard *g = getn(r, 7, 100 * MS);
+	struct rx_guard *h = getn(r, 8, 101 * MS);
+	CU_ASSERT_TRUE(g == a || h == a); /* evictable again */
+	rx_registry_destroy(r);
+}
+
 static void test_open_breaker_never_evicted(void)
 {
 	struct rx_registry *r = make(2, 1000, NULL);
@@ -358,6 +403,7 @@ int main(void)
 	     test_random_churn_matches_lru_model},
 	    {"pinned keys never evicted", test_pinned_never_evicted},
 	    {"calls in flight never evicted", test_in_flight_never_evicted},
+	    {"limiter waiters never evicted", test_waiters_never_evicted},
 	    {"open breakers never evicted", test_open_breaker_never_evicted},
 	    {"idle ttl", test_idle_ttl},
 	    {"foreach", test_foreach},
