@@ -1,0 +1,92 @@
+#!/bin/bash
+# fd_lifecycle.sh - fd numbers closed, reused, duplicated or shut down
+# behind a call's back never misattribute a call (ADR-141, ADR-142).
+#
+# tests/support/fdops runs each scenario and marks its steps on stderr;
+# the shim logs at debug to stderr (or to RESILIX_LOG_FILE), so each step
+# is paired with the settle lines logged after it:
+#   reuse       an abandoned call settles as rejected at close (no
+#               evidence); the next socket on the same number is B's call,
+#               answered 200 (success), not A's.
+#   dup         F_DUPFD_CLOEXEC/dup and closing the duplicate leave the
+#               call alone; dup2 over a tracked socket abandons its call;
+#               the original then settles at its first byte.
+#   closerange  close_range(3, ~0U) abandons the call in flight, closes
+#   closefrom   the shim's log file too (the log degrades to stderr, the
+#               program is unharmed), and a new call on the same number
+#               is tracked afresh.
+#   shutdown    shutdown(SHUT_RDWR) then EOF: rejected, not transient.
+#   fcntl       fcntl's int, pointer and absent third argument forwarded.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+FDOPS=$RESILIX_BUILDDIR/tests/support/fdops
+[ -x "$FDOPS" ] || rx_fail "not built: $FDOPS"
+
+rx_upstream_start hang --phases 0:hang
+HANG=$RX_PORT
+rx_upstream_start ok --phases 0:ok
+OK=$RX_PORT
+rx_upstream_start lat --phases 0:ok:300
+LAT=$RX_PORT
+
+# settles FILE STEP: "verdict,at;..." of the settle lines after STEP's
+# marker and before the next marker.
+settles() {
+	awk -v s="fdops step=$2" '/fdops step=/ { on = ($0 ~ s "$"); next }
+		on && /event=settle/ { v = ""; for (i = 1; i <= NF; i++)
+			if ($i ~ /^(verdict|at|key)=/) v = v $i ",";
+			print v }' "$1" | paste -sd';'
+}
+
+run() { # NAME ARGS...: fdops under the shim, debug log on stderr
+	local name=$1
+	shift
+	rx_dump_on_fail "$RX_TMP/$name.out" "$RX_TMP/$name.err"
+	rx_shim RESILIX_LOG=debug "$@" >"$RX_TMP/$name.out" \
+		2>"$RX_TMP/$name.err" || rx_fail "$name: exit status $?"
+}
+
+run reuse "$FDOPS" reuse "$HANG" "$OK"
+rx_assert_grep "reuse: the number was reused" 'same_number=1 status=200' \
+	"$RX_TMP/reuse.out"
+rx_assert_eq "reuse: A's abandoned call" \
+	"key=127.0.0.1:$HANG,verdict=rejected,at=close," \
+	"$(settles "$RX_TMP/reuse.err" request-a)"
+rx_assert_eq "reuse: B's call on the same number" \
+	"key=127.0.0.1:$OK,verdict=success,at=first-byte," \
+	"$(settles "$RX_TMP/reuse.err" request-b)"
+
+run dup "$FDOPS" dup "$LAT"
+rx_assert_eq "dup: duplicates opened and closed" "" \
+	"$(settles "$RX_TMP/dup.err" dups)"
+rx_assert_eq "dup: dup2 over a tracked socket abandons its call" \
+	"key=127.0.0.1:$LAT,verdict=rejected,at=close," \
+	"$(settles "$RX_TMP/dup.err" dup2-over-tracked)"
+rx_assert_eq "dup: the original's call" \
+	"key=127.0.0.1:$LAT,verdict=success,at=first-byte," \
+	"$(settles "$RX_TMP/dup.err" request)"
+
+for mode in closerange closefrom; do
+	log=$RX_TMP/$mode.shimlog
+	rx_dump_on_fail "$log"
+	run $mode RESILIX_LOG_FILE="$log" "$FDOPS" $mode "$LAT"
+	rx_assert_grep "$mode: the program ran on" 'same_number=1 status=200' \
+		"$RX_TMP/$mode.out"
+	rx_assert_grep "$mode: the call in flight abandoned, in the log file" \
+		'event=settle verdict=rejected .*at=close' "$log"
+	rx_assert_eq "$mode: later lines reach stderr" \
+		"key=127.0.0.1:$LAT,verdict=success,at=first-byte," \
+		"$(settles "$RX_TMP/$mode.err" request)"
+	rx_assert_no_grep "$mode: no success line in the closed log file" \
+		'verdict=success' "$log"
+done
+
+run shutdown "$FDOPS" shutdown "$LAT"
+rx_assert_eq "shutdown: the EOF we caused is not evidence" \
+	"key=127.0.0.1:$LAT,verdict=rejected,at=close," \
+	"$(settles "$RX_TMP/shutdown.err" shutdown)"
+
+run fcntl "$FDOPS" fcntl
+rx_assert_eq "fcntl: results" "fcntl ok dup=1 unlocked=1" \
+	"$(cat "$RX_TMP/fcntl.out")"
+rx_pass

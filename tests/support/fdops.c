@@ -1,0 +1,184 @@
+/*
+ * fdops.c - fd-lifecycle scenarios for tests/preload/fd_lifecycle.sh: what
+ * the shim must do when numbers are closed, reused, duplicated or shut
+ * down behind a call's back.
+ *
+ * Usage: fdops MODE PORT [PORT2]
+ *   reuse A B      request to A, close before the answer (abandonment);
+ *                  the next socket gets the same number and calls B: its
+ *                  call must be B's, answered.
+ *   dup A          F_DUPFD_CLOEXEC and dup of a tracked socket, closed
+ *                  again; dup2 of a file over a second tracked socket;
+ *                  then a request on the first: answered.
+ *   closerange A   a request in flight, then close_range(3, ~0U, 0) (the
+ *                  shim's log file included); a new socket on the same
+ *                  number calls A again: answered.
+ *   closefrom A    the same with closefrom(3).
+ *   shutdown A     a request, shutdown(SHUT_RDWR), read EOF: our own
+ *                  doing, not the upstream's.
+ *   fcntl          the variadic fcntl: int, pointer and no argument.
+ * Prints "step ..." lines on stderr with one write() before each step (the
+ * test pairs them with the shim's log), results on stdout. Exit 0 when
+ * every step did what it should without the shim's help, 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void step(const char *what)
+{
+	char line[128];
+	int n = snprintf(line, sizeof(line), "fdops step=%s\n", what);
+
+	if (write(2, line, (size_t)n) < 0)
+		exit(1);
+}
+
+static int dial(int port)
+{
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+static void request(int fd)
+{
+	static const char req[] = "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+		perror("write");
+		exit(1);
+	}
+}
+
+/* Read the status line's code of one response. */
+static int status(int fd)
+{
+	char buf[512];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+	if (n < 12)
+		return 0;
+	buf[n] = '\0';
+	return atoi(buf + 9);
+}
+
+int main(int argc, char **argv)
+{
+	int a, b, fd, fd2, d, s;
+
+	if (argc < 2)
+		return 2;
+	a = argc > 2 ? atoi(argv[2]) : 0;
+	b = argc > 3 ? atoi(argv[3]) : 0;
+	if (strcmp(argv[1], "reuse") == 0) {
+		step("request-a");
+		fd = dial(a);
+		request(fd);
+		close(fd);
+		step("request-b");
+		fd2 = dial(b);
+		request(fd2);
+		s = status(fd2);
+		printf("reuse same_number=%d status=%d\n", fd == fd2, s);
+		return s == 200 ? 0 : 1;
+	}
+	if (strcmp(argv[1], "dup") == 0) {
+		step("dups");
+		fd = dial(a);
+		d = fcntl(fd, F_DUPFD_CLOEXEC, 40);
+		if (d < 40)
+			return 1;
+		close(d);
+		d = dup(fd);
+		close(d);
+		fd2 = dial(a);
+		request(fd2);
+		d = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		step("dup2-over-tracked");
+		if (dup2(d, fd2) != fd2)
+			return 1;
+		close(d);
+		close(fd2);
+		step("request");
+		request(fd);
+		s = status(fd);
+		printf("dup status=%d\n", s);
+		close(fd);
+		return s == 200 ? 0 : 1;
+	}
+	if (strcmp(argv[1], "closerange") == 0 ||
+	    strcmp(argv[1], "closefrom") == 0) {
+		step("in-flight");
+		fd = dial(a);
+		request(fd);
+		step("close-all");
+		if (argv[1][5] == 'r') {
+			if (close_range(3, ~0U, 0) != 0)
+				return 1;
+		} else {
+			closefrom(3);
+		}
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			return 1;
+		step("request");
+		fd2 = dial(a);
+		request(fd2);
+		s = status(fd2);
+		printf("%s same_number=%d status=%d\n", argv[1], fd == fd2, s);
+		return s == 200 ? 0 : 1;
+	}
+	if (strcmp(argv[1], "shutdown") == 0) {
+		step("shutdown");
+		fd = dial(a);
+		request(fd);
+		shutdown(fd, SHUT_RDWR);
+		s = status(fd);
+		close(fd);
+		printf("shutdown status=%d\n", s);
+		return 0;
+	}
+	if (strcmp(argv[1], "fcntl") == 0) {
+		struct flock fl;
+		int fl0;
+
+		fd = open("/dev/null", O_RDWR);
+		fl0 = fcntl(fd, F_GETFL);
+		if (fcntl(fd, F_SETFL, fl0 | O_NONBLOCK) != 0 ||
+		    !(fcntl(fd, F_GETFL) & O_NONBLOCK))
+			return 1;
+		d = fcntl64(fd, F_DUPFD, 77);
+		if (d < 77)
+			return 1;
+		fd2 = open("/proc/self/exe", O_RDONLY);
+		memset(&fl, 0, sizeof(fl));
+		fl.l_type = F_RDLCK;
+		fl.l_whence = SEEK_SET;
+		if (fcntl(fd2, F_GETLK, &fl) != 0)
+			return 1;
+		/* A bad fd: -1/EBADF, as without the shim. */
+		errno = 0;
+		if (fcntl(-1, F_GETFD) != -1 || errno != EBADF)
+			return 1;
+		printf("fcntl ok dup=%d unlocked=%d\n", d >= 77,
+		       fl.l_type == F_UNLCK);
+		return 0;
+	}
+	return 2;
+}
