@@ -407,8 +407,15 @@ static bool same_call(const struct rx_op *op)
 	       (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING);
 }
 
-/* Settle @op's call with @v after an error or EOF, and retire the fd. */
-static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
+/*
+ * Settle @op's call with @v after an error or EOF, and retire the fd.
+ * @stale: the failure is an EOF, ECONNRESET or EPIPE, which on a kept-alive
+ * connection before any byte of the response means the server had closed
+ * it while idle (ADR-149): then the call is released as RX_REJECTED, not
+ * evidence, and the program's retry on a new connection decides.
+ */
+static void fail_call_stale(struct rx_op *op, enum rx_verdict v,
+			    const char *at, bool stale)
 {
 	struct rx_lock *l;
 	struct ending end;
@@ -423,9 +430,18 @@ static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
 		rx__unlock(l);
 		return;
 	}
+	if (stale && op->e->reused && op->e->first_byte_ns == 0) {
+		v = RX_REJECTED;
+		at = "stale-connection";
+	}
 	end_call_locked(op->e, RX_FD_DONE, now, &end);
 	rx__unlock(l);
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now, at);
+}
+
+static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
+{
+	fail_call_stale(op, v, at, false);
 }
 
 /* Settle with an errno seen on @op. */
@@ -434,8 +450,11 @@ static void fail_errno(struct rx_op *op, int err)
 	enum rx_phase phase =
 	    op->phase == RX_FD_CONNECTING ? RX_PHASE_CONNECT : RX_PHASE_IO;
 
-	fail_call(op, verdict_of_errno(err, phase),
-		  phase == RX_PHASE_CONNECT ? "connect-error" : "io-error");
+	fail_call_stale(op, verdict_of_errno(err, phase),
+			phase == RX_PHASE_CONNECT ? "connect-error"
+						  : "io-error",
+			phase == RX_PHASE_IO &&
+			    (err == ECONNRESET || err == EPIPE));
 }
 
 /* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */
@@ -482,6 +501,7 @@ static void forget(int fd, struct rx_fd *e)
 		now = now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
 	e->guard = NULL;
+	e->reused = 0;
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
 	rx__unlock(l);
 
@@ -736,6 +756,8 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		next = RX_FD_IDLE;
 		break;
 	}
+	/* Any later call on this connection reuses it (ADR-149). */
+	e->reused = 1;
 	end_call_locked(e, next, e->first_byte_ns, &end);
 	rx__unlock(l);
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
@@ -753,7 +775,7 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 			on_bytes(op, n, iov, iovcnt);
 	} else if (n == 0) {
 		if (op->len > 0)
-			fail_call(op, RX_TRANSIENT, "eof");
+			fail_call_stale(op, RX_TRANSIENT, "eof", true);
 	} else if (err == EAGAIN || err == EWOULDBLOCK) {
 		maybe_timeout(op);
 	} else if (!pending_errno(err)) {

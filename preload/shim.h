@@ -215,7 +215,9 @@ enum rx_fd_phase {
 
 struct rx_fd {
 	_Atomic uint8_t phase; /* enum rx_fd_phase */
-	uint8_t pad[3];
+	uint8_t reused;	       /* a call on this connection was answered:
+				  the current one reuses it (ADR-149) */
+	uint8_t pad[2];
 	_Atomic uint32_t epoch; /* bumped at each call start and untrack, so
 				   an operation that raced with them can tell
 				   its result belongs to another call */
