@@ -212,9 +212,24 @@ rx_accepts() {
 # rx_shim [VAR=value...] PROGRAM ARGS...: runs PROGRAM under the shim and
 # `timeout` ($RX_TIMEOUT s). LD_PRELOAD is set on that program only.
 rx_shim() {
-	local asan=()
+	local asan=() a prog="" opts
 	if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
-		asan=("ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=0}")
+		for a in "$@"; do
+			case $a in
+			*=*) ;;
+			*) prog=$a && break ;;
+			esac
+		done
+		# The runtime is preloaded after the program was linked without
+		# it; leak reports are wanted from our own binaries only (an
+		# uninstrumented python3 or bash "leaks" its own arenas at exit,
+		# which says nothing about the shim).
+		opts="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+		case $prog in
+		"$RESILIX_BUILDDIR"/*) ;;
+		*) opts="$opts:detect_leaks=0" ;;
+		esac
+		asan=("ASAN_OPTIONS=$opts")
 	fi
 	timeout -k 2 "$RX_TIMEOUT" env ${asan[@]+"${asan[@]}"} \
 		LD_PRELOAD="${RESILIX_SANITIZE_RUNTIME:+$RESILIX_SANITIZE_RUNTIME }$RESILIX_SO" \
@@ -233,7 +248,7 @@ rx_usable() {
 		if [ -z "$RESILIX_SANITIZE_RUNTIME" ]; then
 			printf -v "$var" yes
 		elif timeout -k 1 5 env \
-			ASAN_OPTIONS="${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=0}" \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0" \
 			LD_PRELOAD="$RESILIX_SANITIZE_RUNTIME" "$1" --version \
 			>/dev/null 2>&1; then
 			printf -v "$var" yes
