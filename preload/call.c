@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "shim.h"
 
 extern char **environ;
@@ -343,6 +344,7 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__lock(l);
 	watch_begin(&w, g, now);
 	rx_guard_settle(g, permit, &obs);
+	rx__metrics_observe(rx_registry_index(registry, g), g, &obs);
 	watch_end(&w, g, now);
 	rx__unlock(l);
 	rx__log(RX_LOG_DEBUG,
@@ -351,6 +353,7 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		key_of(g), rx_verdict_name(v),
 		(unsigned long long)obs.latency_us, at);
 	watch_log(&w, g);
+	rx__metrics_tick(now); /* no lock held: it may write the file */
 }
 
 static struct rx_guard *acquire(const char *key, size_t len, uint64_t now)
@@ -935,6 +938,7 @@ static void after_fork_child(void)
 	for (i = 0; i < cfg.registry.max_keys; i++)
 		rx__lock_reset(&guard_locks[i]);
 	rx__fdtable_reset_locks();
+	rx__metrics_after_fork();
 	fork_locked = false;
 	owner_pid = getpid();
 	rng_seed ^= (uint64_t)owner_pid << 32;
@@ -1026,6 +1030,7 @@ static int init_once(void)
 		start_failed("cannot register fork handlers", RX_ENOMEM);
 		return INIT_OFF;
 	}
+	rx__metrics_setup(&cfg, registry, &registry_lock, guard_locks);
 	/* Debug, not info: a shell script under the shim starts many
 	 * processes, and info is for what the breakers do. */
 	b = &cfg.guard.breaker;

@@ -54,6 +54,8 @@ enum field {
 	F_LOG,
 	F_LOG_FILE,
 	F_DISABLE,
+	F_METRICS_FILE,
+	F_METRICS_INTERVAL_MS,
 	F_COUNT
 };
 
@@ -96,6 +98,11 @@ static const struct var vars[] = {
     {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},
     {"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
     {"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
+    /* Telemetry (metrics.c; ADR-160, ADR-161). */
+    {"RESILIX_METRICS_FILE", F_METRICS_FILE, K_PATH, 0, 0,
+     "a file path; %p is replaced by the process id"},
+    {"RESILIX_METRICS_INTERVAL_MS", F_METRICS_INTERVAL_MS, K_UINT, 0,
+     86400000, "integer milliseconds 0..86400000, 0 = at every settlement"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -119,7 +126,6 @@ static const char *const reserved[] = {
 	"RESILIX_EXCLUDE",
 	"RESILIX_KEY",
 	"RESILIX_CURL_KEY",
-	"RESILIX_METRICS_FILE",
 	"RESILIX_STATE_FILE",
 };
 
@@ -154,6 +160,8 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->disable = false;
 	cfg->log_level = RX_LOG_WARN;
 	cfg->log_file = NULL;
+	cfg->metrics_file = NULL;
+	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
 }
@@ -283,6 +291,9 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 	case F_KEY_TTL_MS:
 		cfg->registry.key_ttl_ms = v;
 		break;
+	case F_METRICS_INTERVAL_MS:
+		cfg->metrics_interval_ms = v;
+		break;
 	default:
 		break;
 	}
@@ -343,7 +354,10 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		break;
 	case K_PATH:
 		if (value[0] != '\0') {
-			cfg->log_file = value;
+			if (var->field == F_METRICS_FILE)
+				cfg->metrics_file = value;
+			else
+				cfg->log_file = value;
 			return true;
 		}
 		break;

@@ -59,6 +59,10 @@ struct rx_config {
 					 given to rx_config_parse. */
 	struct rx_guard_config guard; /* breaker settings, core defaults */
 	struct rx_registry_config registry; /* key bounds, core defaults */
+	const char *metrics_file;     /* RESILIX_METRICS_FILE; NULL = none.
+					 Points into the environment array. */
+	uint64_t metrics_interval_ms; /* RESILIX_METRICS_INTERVAL_MS,
+					 default 5000 (ADR-160) */
 };
 
 /* What a diagnostic is. */

@@ -1,0 +1,735 @@
+/*
+ * preload/metrics.c - RESILIX_METRICS_FILE: the Prometheus text exposition
+ * format, written atomically, driven by the host's own calls.
+ *
+ * Design. There is no thread and no timer in the host (DESIGN.md section
+ * 3): when a call settles, rx__metrics_tick compares the monotonic time
+ * with the next write time (one atomic load) and, once
+ * RESILIX_METRICS_INTERVAL_MS has passed, the settling thread writes the
+ * file; a destructor writes it once more at exit (ADR-160). Only one thread
+ * writes at a time: a try-lock, and a thread that finds it taken skips -
+ * the next settlement or the exit write catches up.
+ *
+ * A write has two halves (ADR-162). Copy: the registry lock is taken to
+ * list the live keys (key bytes, guard, slot), then each guard's lock in
+ * turn to copy its statistics; never two locks at once, never a lock
+ * across a system call, so a writer cannot deadlock with the data path,
+ * with the fork handlers (which take every lock), or with a signal
+ * handler. Format and write: with no lock held, the copies are formatted
+ * family by family into a 64 KiB buffer mapped once at start-up, which is
+ * flushed with the real write(2) into a temporary file in the same
+ * directory (O_CLOEXEC, so a concurrent exec never inherits it) whenever
+ * it fills; rename(2) then replaces the file, so a reader (node-exporter's
+ * textfile collector, `resilix-run --status`) sees the old file or the
+ * new one, never half of one. Nothing is allocated inside an interposed
+ * call, and no stdio is used: numbers with a fraction are formatted by
+ * hand, since printf's %f follows LC_NUMERIC. A key evicted and reused
+ * between the two halves is reported under its old name for one write;
+ * its counters then look reset, which Prometheus's rate() handles.
+ *
+ * Latency (ADR-163). The guard keeps no latency estimate of its own, so
+ * the shim keeps one per registry slot beside the guard locks: P²
+ * estimators (Jain & Chlamtac 1985, src/p2.c) of the p50, p90 and p99 of
+ * the time to first byte of the calls settled since the previous write,
+ * plus a cumulative count and sum - a Prometheus summary whose quantiles
+ * cover the last interval (client_golang's MaxAge, with the interval as
+ * the age). An interval without calls reports NaN quantiles, as a summary
+ * with no observations does. RX_REJECTED releases are not calls the
+ * upstream saw and are left out. They are fed under the guard's lock, in
+ * O(1), and the slot is reset when the registry reuses it for another key.
+ *
+ * Metric writes never influence admission (ADR-010): the writer reads
+ * stats (rx_breaker_stats does not change state) and, on any failure
+ * (directory missing, disk full), skips the write and logs one warning
+ * until a write succeeds again.
+ *
+ * Processes (ADR-161). RESILIX_METRICS_FILE may contain "%p", replaced by
+ * the pid, so that every process of a forking server writes its own file.
+ * Without "%p", only the process that started the shim writes: a child
+ * forked without exec keeps a copy of the parent's state and would
+ * otherwise overwrite the parent's file with stale numbers. (An exec'd
+ * child loads a fresh shim that writes the same file; use "%p" for
+ * programs that start guarded children.) A process in which no call
+ * settled writes nothing at all: the `timeout`, `env` or shell that starts
+ * the program loads the shim too, and exits last.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "resilix/p2.h"
+
+#define BUF_BYTES (64 * 1024)
+#define LINE_ROOM 1024 /* flush when less than this is left: a line
+			  with an escaped 255-byte key fits */
+
+/* The quantiles every key reports. */
+static const double quantiles[] = {0.5, 0.9, 0.99};
+static const char *const quantile_labels[] = {"0.5", "0.9", "0.99"};
+#define NQ (sizeof(quantiles) / sizeof(quantiles[0]))
+
+/* Latency state of one registry slot (guarded by that guard's lock). */
+struct lat {
+	struct rx_p2 q[NQ]; /* since the previous write, seconds */
+	uint64_t count;	    /* calls observed since the key was created */
+	uint64_t sum_us;    /* their total latency, µs (saturating) */
+};
+
+/* What the writer copies of one key. */
+struct snap {
+	char key[RX_KEY_MAX + 1];
+	struct rx_guard *guard;
+	uint32_t index;
+	struct rx_breaker_stats breaker;
+	struct rx_guard_counters counters;
+	uint32_t in_flight;
+	bool limiter_on;
+	struct rx_limiter_stats limiter;
+	double q[NQ]; /* seconds, NaN without calls in the interval */
+	uint64_t count, sum_us;
+};
+
+static bool enabled;
+static bool breaker_on;
+static struct rx_registry *registry;
+static struct rx_lock *registry_lock;
+static struct rx_lock *guard_locks;
+static uint32_t max_keys;
+static struct lat *lats;   /* max_keys, mmap (lazily touched) */
+static struct snap *snaps; /* max_keys, mmap */
+static char *buf;	   /* BUF_BYTES, mmap */
+static const char *path_template;
+static bool per_pid; /* the template has %p */
+static char path[PATH_MAX];
+static char tmp_path[PATH_MAX];
+static pid_t writer_pid;
+static uint64_t interval_ns;
+static _Atomic uint64_t next_write_ns;
+static atomic_int writing;
+static atomic_bool warned;
+static atomic_bool active; /* a call has settled in this process */
+
+/* ------------------------------------------------------------------------
+ * Set-up.
+ * ---------------------------------------------------------------------- */
+
+/* Expand @path_template for @pid into path and tmp_path. Returns false
+ * when the result does not fit. */
+static bool expand_paths(pid_t pid)
+{
+	size_t o = 0;
+	const char *s;
+	int n;
+
+	for (s = path_template; *s; s++) {
+		if (s[0] == '%' && s[1] == 'p') {
+			n = snprintf(path + o, sizeof(path) - o, "%ld",
+				     (long)pid);
+			if (n < 0 || (size_t)n >= sizeof(path) - o)
+				return false;
+			o += (size_t)n;
+			s++;
+			continue;
+		}
+		if (o + 1 >= sizeof(path))
+			return false;
+		path[o++] = *s;
+	}
+	path[o] = '\0';
+	/* Not *.prom: node-exporter's textfile collector reads only files
+	 * ending in .prom, so it never sees a half-written temporary. */
+	n = snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.%ld", path,
+		     (long)pid);
+	return n > 0 && (size_t)n < sizeof(tmp_path);
+}
+
+static void *map(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void rx__metrics_setup(const struct rx_config *cfg,
+		       struct rx_registry *reg, struct rx_lock *reg_lock,
+		       struct rx_lock *locks)
+{
+	char msg[PATH_MAX + 128];
+
+	if (!cfg->metrics_file)
+		return;
+	path_template = cfg->metrics_file;
+	per_pid = strstr(path_template, "%p") != NULL;
+	writer_pid = getpid();
+	if (!expand_paths(writer_pid)) {
+		snprintf(msg, sizeof(msg),
+			 "RESILIX_METRICS_FILE is too long; metrics are off");
+		rx__log_plain(msg);
+		return;
+	}
+	max_keys = cfg->registry.max_keys;
+	lats = map((size_t)max_keys * sizeof(*lats));
+	snaps = map((size_t)max_keys * sizeof(*snaps));
+	buf = map(BUF_BYTES);
+	if (!lats || !snaps || !buf) {
+		rx__log_plain("cannot map the metrics buffers; metrics are "
+			      "off (guarding goes on)");
+		return;
+	}
+	breaker_on = cfg->guard.breaker_on;
+	registry = reg;
+	registry_lock = reg_lock;
+	guard_locks = locks;
+	interval_ns = cfg->metrics_interval_ms * RX_NS_PER_MS;
+	atomic_store(&next_write_ns, 0);
+	enabled = true;
+}
+
+void rx__metrics_after_fork(void)
+{
+	if (!enabled)
+		return;
+	atomic_store(&writing, 0);
+	if (per_pid && expand_paths(getpid()))
+		writer_pid = getpid();
+}
+
+/* ------------------------------------------------------------------------
+ * Latency, on the data path.
+ * ---------------------------------------------------------------------- */
+
+static void lat_reset(struct lat *l)
+{
+	size_t i;
+
+	for (i = 0; i < NQ; i++)
+		rx_p2_init(&l->q[i], quantiles[i]);
+	l->count = 0;
+	l->sum_us = 0;
+}
+
+/* Calls @g has settled that the upstream saw (every verdict but
+ * RX_REJECTED); saturating. */
+static uint64_t seen_calls(const struct rx_guard_counters *c)
+{
+	uint64_t n = 0;
+	unsigned v;
+
+	for (v = 0; v < RX_VERDICT_COUNT; v++) {
+		if (v == RX_REJECTED)
+			continue;
+		n = n + c->settled[v] < n ? UINT64_MAX : n + c->settled[v];
+	}
+	return n;
+}
+
+void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
+			 const struct rx_observation *obs)
+{
+	struct lat *l;
+	double s;
+	size_t i;
+
+	if (!enabled || index >= max_keys || obs->verdict == RX_REJECTED)
+		return;
+	l = &lats[index];
+	/* The guard's count of such calls includes this one; ours lags by
+	 * exactly one unless the slot now holds another key (the registry
+	 * reset the guard), or the slot was never used (a zeroed page whose
+	 * estimators are not initialised). */
+	if (l->q[0].p == 0.0 || seen_calls(&g->counters) != l->count + 1)
+		lat_reset(l);
+	s = (double)obs->latency_us / 1e6;
+	for (i = 0; i < NQ; i++)
+		rx_p2_add(&l->q[i], s);
+	l->count++;
+	l->sum_us = l->sum_us + obs->latency_us < l->sum_us
+			? UINT64_MAX
+			: l->sum_us + obs->latency_us;
+}
+
+/* ------------------------------------------------------------------------
+ * Copying, under the locks.
+ * ---------------------------------------------------------------------- */
+
+struct collect {
+	uint32_t n;
+};
+
+/* Registry lock held: list a live key. */
+static void collect_key(void *arg, const char *key, struct rx_guard *g)
+{
+	struct collect *c = arg;
+	struct snap *s;
+	size_t len;
+
+	if (c->n >= max_keys)
+		return;
+	s = &snaps[c->n++];
+	len = strnlen(key, RX_KEY_MAX);
+	memcpy(s->key, key, len);
+	s->key[len] = '\0';
+	s->guard = g;
+	s->index = rx_registry_index(registry, g);
+}
+
+/* Copy one key's statistics; takes and drops its guard lock. */
+static void copy_guard(struct snap *s, uint64_t now)
+{
+	struct rx_guard *g = s->guard;
+	struct rx_lock *l = &guard_locks[s->index];
+	struct lat *lt = &lats[s->index];
+	size_t i;
+
+	rx__lock(l);
+	if (breaker_on)
+		rx_breaker_stats(&g->breaker, now, &s->breaker);
+	else
+		memset(&s->breaker, 0, sizeof(s->breaker));
+	s->counters = g->counters;
+	s->in_flight = g->in_flight;
+	s->limiter_on = g->limiter_on;
+	if (g->limiter_on)
+		rx_limiter_stats(&g->limiter, now, &s->limiter);
+	if (lt->q[0].p == 0.0 || lt->count != seen_calls(&g->counters)) {
+		/* Nothing observed for this key yet (or the slot was
+		 * reused and not fed since). */
+		for (i = 0; i < NQ; i++)
+			s->q[i] = NAN;
+		s->count = 0;
+		s->sum_us = 0;
+	} else {
+		for (i = 0; i < NQ; i++) {
+			s->q[i] = rx_p2_count(&lt->q[i]) ? rx_p2_value(&lt->q[i])
+							  : NAN;
+			/* A new interval starts with this write. */
+			rx_p2_init(&lt->q[i], quantiles[i]);
+		}
+		s->count = lt->count;
+		s->sum_us = lt->sum_us;
+	}
+	rx__unlock(l);
+}
+
+/* ------------------------------------------------------------------------
+ * Formatting and writing, with no lock held.
+ * ---------------------------------------------------------------------- */
+
+struct out {
+	int fd;
+	size_t len;
+	bool failed;
+};
+
+static void flush(struct out *o)
+{
+	size_t done = 0;
+
+	while (!o->failed && done < o->len) {
+		ssize_t n = rx__real_write(o->fd, buf + done, o->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			o->failed = true;
+		else
+			done += (size_t)n;
+	}
+	o->len = 0;
+}
+
+static void put(struct out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (BUF_BYTES - o->len < LINE_ROOM)
+		flush(o);
+	va_start(ap, fmt);
+	n = vsnprintf(buf + o->len, BUF_BYTES - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= BUF_BYTES - o->len)
+		o->failed = true; /* cannot happen: a line < LINE_ROOM */
+	else
+		o->len += (size_t)n;
+}
+
+/* Escape a label value (text format: backslash, double quote and line
+ * feed). @dst holds 2 * RX_KEY_MAX + 1 bytes. */
+static const char *escape(char *dst, const char *src)
+{
+	char *d = dst;
+
+	for (; *src; src++) {
+		if (*src == '\\' || *src == '"') {
+			*d++ = '\\';
+			*d++ = *src;
+		} else if (*src == '\n') {
+			*d++ = '\\';
+			*d++ = 'n';
+		} else {
+			*d++ = *src;
+		}
+	}
+	*d = '\0';
+	return dst;
+}
+
+/* Format a finite non-negative number with six decimals, or "NaN";
+ * locale-free. */
+static const char *num(char *dst, size_t size, double v)
+{
+	uint64_t whole, frac;
+
+	if (isnan(v)) {
+		snprintf(dst, size, "NaN");
+		return dst;
+	}
+	if (v < 0)
+		v = 0;
+	if (v > 1e15)
+		v = 1e15;
+	whole = (uint64_t)v;
+	frac = (uint64_t)((v - (double)whole) * 1e6 + 0.5);
+	if (frac >= 1000000) {
+		whole++;
+		frac -= 1000000;
+	}
+	snprintf(dst, size, "%llu.%06llu", (unsigned long long)whole,
+		 (unsigned long long)frac);
+	return dst;
+}
+
+static void family(struct out *o, const char *name, const char *type,
+		   const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The limiter's families, for the keys where a limiter runs. */
+static void format_limiter(struct out *o, uint32_t n)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+	    {"resilix_limiter_limit", "gauge",
+	     "Adaptive concurrency limit of the key now."},
+	    {"resilix_limiter_in_flight_calls", "gauge",
+	     "Calls the limiter counts in flight."},
+	    {"resilix_limiter_queued_calls", "gauge",
+	     "Blocking callers waiting for a place."},
+	    {"resilix_limiter_latency_p90_seconds", "gauge",
+	     "The limiter's latency signal: the last closed window's "
+	     "quantile (0 before the first window)."},
+	    {"resilix_limiter_rtt_noload_seconds", "gauge",
+	     "The baseline latency the limiter compares with."},
+	    {"resilix_limiter_drops_total", "counter",
+	     "Overload and timeout verdicts the limiter saw."},
+	};
+	char k[2 * RX_KEY_MAX + 1], v[40];
+	uint32_t i;
+	size_t f;
+	bool any = false;
+
+	for (i = 0; i < n; i++)
+		any |= snaps[i].limiter_on;
+	if (!any)
+		return;
+	for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		family(o, fam[f].name, fam[f].type, fam[f].help);
+		for (i = 0; i < n; i++) {
+			const struct rx_limiter_stats *st = &snaps[i].limiter;
+
+			if (!snaps[i].limiter_on)
+				continue;
+			switch (f) {
+			case 0:
+				snprintf(v, sizeof(v), "%u", st->limit);
+				break;
+			case 1:
+				snprintf(v, sizeof(v), "%u", st->in_flight);
+				break;
+			case 2:
+				snprintf(v, sizeof(v), "%u", st->queued);
+				break;
+			case 3:
+				num(v, sizeof(v), (double)st->p90_us / 1e6);
+				break;
+			case 4:
+				num(v, sizeof(v),
+				    (double)st->rtt_noload_us / 1e6);
+				break;
+			default:
+				snprintf(v, sizeof(v), "%llu",
+					 (unsigned long long)st->drops);
+				break;
+			}
+			put(o, "%s{key=\"%s\"} %s\n", fam[f].name,
+			    escape(k, snaps[i].key), v);
+		}
+	}
+}
+
+static void format_all(struct out *o, uint32_t n, uint32_t keys,
+		       uint64_t overflows)
+{
+	char k[2 * RX_KEY_MAX + 1], v[40];
+	uint32_t i;
+	unsigned j;
+
+	if (breaker_on) {
+		family(o, "resilix_breaker_state", "gauge",
+		       "Circuit breaker state: 1 for the current one of "
+		       "closed, open, half-open.");
+		for (i = 0; i < n; i++)
+			for (j = 0; j < 3; j++)
+				put(o,
+				    "resilix_breaker_state{key=\"%s\","
+				    "state=\"%s\"} %d\n",
+				    escape(k, snaps[i].key),
+				    rx_breaker_state_name(j),
+				    snaps[i].breaker.state == j);
+		family(o, "resilix_breaker_transitions_total", "counter",
+		       "Circuit breaker state changes.");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_breaker_transitions_total{key=\"%s\"} "
+			       "%llu\n",
+			    escape(k, snaps[i].key),
+			    (unsigned long long)snaps[i].breaker.transitions);
+		family(o, "resilix_breaker_open_remaining_seconds", "gauge",
+		       "Time left before an open breaker admits a probe.");
+		for (i = 0; i < n; i++)
+			put(o,
+			    "resilix_breaker_open_remaining_seconds{key=\"%s\"}"
+			    " %s\n",
+			    escape(k, snaps[i].key),
+			    num(v, sizeof(v),
+				(double)snaps[i].breaker.open_remaining_ms /
+				    1e3));
+		family(o, "resilix_failure_ratio", "gauge",
+		       "Failed calls over calls in the breaker's window "
+		       "(0 when empty).");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_failure_ratio{key=\"%s\"} %s\n",
+			    escape(k, snaps[i].key),
+			    num(v, sizeof(v), snaps[i].breaker.failure_rate));
+		family(o, "resilix_slow_call_ratio", "gauge",
+		       "Slow calls over calls in the breaker's window "
+		       "(0 when empty or without RESILIX_SLOW_CALL_MS).");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_slow_call_ratio{key=\"%s\"} %s\n",
+			    escape(k, snaps[i].key),
+			    num(v, sizeof(v),
+				snaps[i].breaker.slow_call_rate));
+		family(o, "resilix_window_calls", "gauge",
+		       "Calls in the breaker's window now.");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_window_calls{key=\"%s\"} %u\n",
+			    escape(k, snaps[i].key),
+			    snaps[i].breaker.window_count);
+		family(o, "resilix_window_max_age_seconds", "gauge",
+		       "Effective age bound of the window (after starvation "
+		       "widening; 0 = none).");
+		for (i = 0; i < n; i++)
+			put(o,
+			    "resilix_window_max_age_seconds{key=\"%s\"} %s\n",
+			    escape(k, snaps[i].key),
+			    num(v, sizeof(v),
+				(double)snaps[i].breaker.effective_max_age_ms /
+				    1e3));
+		family(o, "resilix_window_starved", "gauge",
+		       "1 when the age bound keeps the window below "
+		       "RESILIX_MIN_CALLS.");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_window_starved{key=\"%s\"} %d\n",
+			    escape(k, snaps[i].key),
+			    snaps[i].breaker.starved ? 1 : 0);
+		family(o, "resilix_consecutive_failures", "gauge",
+		       "Failures in a row (the backstop's count).");
+		for (i = 0; i < n; i++)
+			put(o, "resilix_consecutive_failures{key=\"%s\"} %u\n",
+			    escape(k, snaps[i].key),
+			    snaps[i].breaker.consecutive_failures);
+	}
+	family(o, "resilix_calls_total", "counter",
+	       "Admitted calls, by verdict (rejected: released without "
+	       "evidence, e.g. abandoned).");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < RX_VERDICT_COUNT; j++)
+			put(o,
+			    "resilix_calls_total{key=\"%s\",verdict=\"%s\"} "
+			    "%llu\n",
+			    escape(k, snaps[i].key), rx_verdict_name(j),
+			    (unsigned long long)snaps[i].counters.settled[j]);
+	family(o, "resilix_refusals_total", "counter",
+	       "Calls resilix refused before they reached the network, by "
+	       "reason.");
+	for (i = 0; i < n; i++)
+		for (j = 1; j < RX_REASON_COUNT; j++)
+			put(o,
+			    "resilix_refusals_total{key=\"%s\",reason=\"%s\"} "
+			    "%llu\n",
+			    escape(k, snaps[i].key), rx_reason_name(j),
+			    (unsigned long long)snaps[i].counters.refused[j]);
+	family(o, "resilix_slow_calls_total", "counter",
+	       "Settled calls at or above RESILIX_SLOW_CALL_MS.");
+	for (i = 0; i < n; i++)
+		put(o, "resilix_slow_calls_total{key=\"%s\"} %llu\n",
+		    escape(k, snaps[i].key),
+		    (unsigned long long)snaps[i].counters.slow);
+	family(o, "resilix_calls_in_flight", "gauge",
+	       "Admitted calls not settled yet.");
+	for (i = 0; i < n; i++)
+		put(o, "resilix_calls_in_flight{key=\"%s\"} %u\n",
+		    escape(k, snaps[i].key), snaps[i].in_flight);
+	family(o, "resilix_call_latency_seconds", "summary",
+	       "Time to first byte of settled calls; quantiles over the "
+	       "calls since the previous write (NaN: none).");
+	for (i = 0; i < n; i++) {
+		escape(k, snaps[i].key);
+		for (j = 0; j < NQ; j++)
+			put(o,
+			    "resilix_call_latency_seconds{key=\"%s\","
+			    "quantile=\"%s\"} %s\n",
+			    k, quantile_labels[j],
+			    num(v, sizeof(v), snaps[i].q[j]));
+		put(o, "resilix_call_latency_seconds_sum{key=\"%s\"} %s\n", k,
+		    num(v, sizeof(v), (double)snaps[i].sum_us / 1e6));
+		put(o, "resilix_call_latency_seconds_count{key=\"%s\"} %llu\n",
+		    k, (unsigned long long)snaps[i].count);
+	}
+	format_limiter(o, n);
+	family(o, "resilix_registry_keys", "gauge",
+	       "Keys (destinations) the registry holds.");
+	put(o, "resilix_registry_keys %u\n", keys);
+	family(o, "resilix_registry_max_keys", "gauge",
+	       "The registry's cap on keys (RESILIX_MAX_KEYS).");
+	put(o, "resilix_registry_max_keys %u\n", max_keys);
+	family(o, "resilix_registry_overflows_total", "counter",
+	       "Calls passed through unguarded because the registry was "
+	       "full.");
+	put(o, "resilix_registry_overflows_total %llu\n",
+	    (unsigned long long)overflows);
+}
+
+/* Copy, format, write, rename. Caller holds the writer try-lock. */
+static void write_file(uint64_t now)
+{
+	struct collect c = {0};
+	struct out o = {-1, 0, false};
+	uint32_t keys, i;
+	uint64_t overflows;
+	char msg[PATH_MAX + 160];
+	const char *what = NULL;
+
+	rx__lock(registry_lock);
+	rx_registry_foreach(registry, collect_key, &c);
+	keys = rx_registry_count(registry);
+	overflows = rx_registry_overflows(registry);
+	rx__unlock(registry_lock);
+	for (i = 0; i < c.n; i++)
+		copy_guard(&snaps[i], now);
+
+	o.fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				  O_NOFOLLOW,
+		    0644);
+	if (o.fd < 0) {
+		what = "open";
+		goto fail;
+	}
+	format_all(&o, c.n, keys, overflows);
+	flush(&o);
+	if (rx__real_close(o.fd) != 0 && errno != EINTR)
+		o.failed = true;
+	if (o.failed) {
+		what = "write";
+		unlink(tmp_path);
+		goto fail;
+	}
+	if (rename(tmp_path, path) != 0) {
+		what = "rename";
+		unlink(tmp_path);
+		goto fail;
+	}
+	atomic_store(&warned, false);
+	rx__log(RX_LOG_DEBUG, "event=metrics-written keys=%u file=\"%.200s\"",
+		c.n, path);
+	return;
+fail:
+	if (!atomic_exchange(&warned, true)) {
+		const char *name = strerrorname_np(errno);
+
+		snprintf(msg, sizeof(msg),
+			 "event=metrics-write-failed op=%s errno=%s "
+			 "file=\"%.200s\"",
+			 what, name ? name : "?", path);
+		rx__log(RX_LOG_WARN, "%s", msg);
+	}
+}
+
+/* Take the try-lock and write; @force ignores the interval (exit). */
+static void maybe_write(uint64_t now, bool force)
+{
+	int saved = errno;
+	int inside = rx__inside;
+
+	if (!force &&
+	    now < atomic_load_explicit(&next_write_ns, memory_order_relaxed))
+		return;
+	if (getpid() != writer_pid)
+		return; /* ADR-161: a forked child leaves the file alone */
+	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
+		return; /* another thread writes; it has our numbers too */
+	if (force || now >= atomic_load(&next_write_ns)) {
+		atomic_store(&next_write_ns, now + interval_ns);
+		rx__inside = 1; /* our own I/O passes through the shim */
+		write_file(now);
+		rx__inside = inside;
+	}
+	atomic_store_explicit(&writing, 0, memory_order_release);
+	errno = saved;
+}
+
+void rx__metrics_tick(uint64_t now_ns)
+{
+	if (!enabled)
+		return;
+	if (!atomic_load_explicit(&active, memory_order_relaxed))
+		atomic_store(&active, true);
+	maybe_write(now_ns, false);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)ts.tv_nsec;
+}
+
+/* The last write, at exit (exit() or a return from main; not _exit or a
+ * fatal signal, which run no destructors). */
+__attribute__((destructor)) static void metrics_at_exit(void)
+{
+	/* Only a process that guarded a call: the `timeout`, `env` or shell
+	 * that runs the program also loads the shim, and exits after it -
+	 * its empty file would replace the program's (ADR-161). */
+	if (enabled && rx__ready() && atomic_load(&active))
+		maybe_write(mono_ns(), true);
+}
