@@ -398,4 +398,47 @@ void rx__write_end(struct rx_op *op, ssize_t n);
  */
 void rx__fd_forget(int fd);
 
+/* ------------------------------------------------------------------------
+ * call.c for the other layers (curl.c): keys admitted and settled through
+ * the socket layer's registry, locks and policies. Callers set rx__inside
+ * around these (a signal handler on the thread must not re-enter a lock
+ * they hold) and never hold a lock of their own across them. Each is
+ * thread-safe and O(1); none allocates.
+ * ---------------------------------------------------------------------- */
+
+/* Set on a thread while it runs libcurl's curl_easy_perform for a transfer
+ * the curl layer attributes: the socket layer then passes that thread's
+ * connects and new requests through (ADR-152). */
+extern RX_TLS int rx__curl_active;
+
+/* The configuration in force (valid once rx__ready()). */
+const struct rx_config *rx__config(void);
+
+/* The monotonic clock in ns, and whether this process owns the state
+ * (false in a vfork/posix_spawn child, which must pass through). */
+uint64_t rx__now_ns(void);
+bool rx__owner(void);
+
+/* Pin the guard of @key (NULL: registry full, pass through) / unpin it. */
+struct rx_guard *rx__key_acquire(const char *key, size_t len,
+				 uint64_t now_ns);
+void rx__key_release(struct rx_guard *g);
+
+/*
+ * rx__key_admit - may a call on @g start now? Never waits. true: @permit
+ * is filled and must be settled once. false: refused (logged at debug
+ * with @where); @why says why as far as the breaker knows (circuit open
+ * with the ms until half-open, half-open busy, or RX_REASON_NONE for a
+ * refusal by another policy).
+ */
+bool rx__key_admit(struct rx_guard *g, uint64_t now_ns,
+		   struct rx_gate_permit *permit, struct rx_refusal *why,
+		   const char *where);
+
+/* rx__key_settle - settle an admitted call: latency end_ns - start_ns,
+ * logged with @at. */
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now_ns, const char *at);
+
 #endif

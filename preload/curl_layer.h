@@ -1,0 +1,64 @@
+/*
+ * preload/curl_layer.h - internal interfaces of the curl layer (curl.c,
+ * curl_verdict.c), kept apart from shim.h so the verdict table and the
+ * URL parser can be unit-tested without the rest of the shim.
+ *
+ * Both functions are pure: no clock, no locks, no allocation, no I/O.
+ */
+#ifndef RESILIX_PRELOAD_CURL_LAYER_H
+#define RESILIX_PRELOAD_CURL_LAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "curl_abi.h"
+#include "resilix/verdict.h"
+
+/*
+ * rx__curl_verdict - the verdict of one curl_easy_perform (ADR-153).
+ * @code:   the CURLcode it returned; any int (unknown codes: TRANSIENT).
+ * @status: CURLINFO_RESPONSE_CODE, 0 when there was none or getinfo
+ *          failed.
+ * @http:   the URL's scheme is http or https, so @status is an HTTP status
+ *          (FTP and SMTP report their own reply codes there).
+ * @late:   the transfer ran at least the slow threshold (only meaningful
+ *          for CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is
+ *          a timeout, DESIGN.md "Client-side abandonment").
+ * Thread-safe, O(1).
+ */
+enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late);
+
+/* The parts of a URL a key is built from. */
+struct rx_curl_url {
+	char scheme[16];  /* lower case, e.g. "https" */
+	char host[256];	  /* lower case; IPv6 literals keep their [] */
+	char path[256];	  /* from the first '/' up to '?' or '#'; "/"
+			     when empty; truncated to fit */
+	uint16_t port;	  /* explicit port, else the scheme's default */
+	bool port_given;  /* the URL named the port */
+	bool scheme_given; /* the URL named the scheme ("x://") */
+};
+
+/*
+ * rx__curl_parse_url - split @url the way libcurl reads it, far enough to
+ * key it: scheme (or, without "scheme://", @default_scheme, else libcurl's
+ * guess from the host name: "ftp." -> ftp, otherwise http), user info
+ * dropped, host lower-cased, port (or the scheme's default), path without
+ * query and fragment.
+ * Returns true when @out is filled; false for NULL, an empty host, a bad
+ * port, a scheme we know no default port for or one without a network
+ * (file:), so the transfer is left to the socket layer.
+ * Thread-safe, O(strlen(url)), no allocation.
+ */
+bool rx__curl_parse_url(const char *url, const char *default_scheme,
+			struct rx_curl_url *out);
+
+/*
+ * rx__curl_default_port - the port a URL of @scheme (lower case) uses when
+ * it names none. Returns false for a scheme without one we know (file:).
+ * Thread-safe, O(schemes).
+ */
+bool rx__curl_default_port(const char *scheme, uint16_t *port);
+
+#endif
