@@ -571,6 +571,11 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		forget(fd, e);
 		goto pass;
 	}
+	if (!rx_filter_guarded(&cfg.include, &cfg.exclude, sa, len)) {
+		/* Not a destination the user asked us to guard (ADR-143). */
+		forget(fd, e);
+		goto pass;
+	}
 	if (rx__fd_phase(e) == RX_FD_CONNECTING) {
 		/* connect() again while a non-blocking connect is pending:
 		 * the same call, polled. Another destination means the state

@@ -33,6 +33,8 @@
 enum kind {
 	K_UINT,	 /* decimal integer within [min, max] */
 	K_RATE,	 /* decimal number within [0, 1] */
+	K_FILTER, /* destination patterns (filter.h) */
+	K_KEY,	  /* ip | host */
 	K_LEVEL, /* off | error | warn | info | debug */
 	K_BOOL,	 /* 0 | 1 */
 	K_PATH	 /* any non-empty string */
@@ -54,6 +56,10 @@ enum field {
 	F_LOG,
 	F_LOG_FILE,
 	F_DISABLE,
+	F_INCLUDE,
+	F_EXCLUDE,
+	F_KEY,
+	F_TIMEOUT_MS,
 	F_METRICS_FILE,
 	F_METRICS_INTERVAL_MS,
 	F_COUNT
@@ -98,6 +104,15 @@ static const struct var vars[] = {
     {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},
     {"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
     {"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
+    /* Which destinations, how keyed, how long a call may take (issue 4;
+     * ADR-143 to ADR-145). */
+    {"RESILIX_INCLUDE", F_INCLUDE, K_FILTER, 0, 0,
+     "comma-separated CIDR, ip:port, [ipv6]:port or *:port patterns"},
+    {"RESILIX_EXCLUDE", F_EXCLUDE, K_FILTER, 0, 0,
+     "comma-separated CIDR, ip:port, [ipv6]:port or *:port patterns"},
+    {"RESILIX_KEY", F_KEY, K_KEY, 0, 0, "ip or host"},
+    {"RESILIX_TIMEOUT_MS", F_TIMEOUT_MS, K_UINT, 1, 3600000,
+     "integer milliseconds 1..3600000; unset = no deadline"},
     /* Telemetry (metrics.c; ADR-160, ADR-161). */
     {"RESILIX_METRICS_FILE", F_METRICS_FILE, K_PATH, 0, 0,
      "a file path; %p is replaced by the process id"},
@@ -121,10 +136,6 @@ static const char *const reserved[] = {
 	"RESILIX_BULKHEAD",
 	"RESILIX_RATE",
 	"RESILIX_THROTTLE_K",
-	"RESILIX_TIMEOUT_MS",
-	"RESILIX_INCLUDE",
-	"RESILIX_EXCLUDE",
-	"RESILIX_KEY",
 	"RESILIX_CURL_KEY",
 	"RESILIX_STATE_FILE",
 };
@@ -291,6 +302,9 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 	case F_KEY_TTL_MS:
 		cfg->registry.key_ttl_ms = v;
 		break;
+	case F_TIMEOUT_MS:
+		cfg->timeout_ms = v;
+		break;
 	case F_METRICS_INTERVAL_MS:
 		cfg->metrics_interval_ms = v;
 		break;
@@ -349,6 +363,28 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 	case K_BOOL:
 		if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
 			cfg->disable = value[0] == '1';
+			return true;
+		}
+		break;
+	case K_FILTER: {
+		char why[160], q[80], msg[400];
+
+		if (rx_filter_parse(var->field == F_INCLUDE ? &cfg->include
+							    : &cfg->exclude,
+				    value, why, sizeof(why)) == 0)
+			return true;
+		if (report) {
+			quote(q, sizeof(q), value);
+			snprintf(msg, sizeof(msg),
+				 "%s=\"%s\" is not valid: %s (accepted: %s)",
+				 var->name, q, why, var->accepted);
+			report(arg, RX_CONFIG_ERROR, var->name, msg);
+		}
+		return false;
+	}
+	case K_KEY:
+		if (strcmp(value, "ip") == 0 || strcmp(value, "host") == 0) {
+			cfg->key_host = value[0] == 'h';
 			return true;
 		}
 		break;

@@ -33,6 +33,8 @@
 #include "resilix/guard.h"
 #include "resilix/registry.h"
 
+#include "filter.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,6 +61,12 @@ struct rx_config {
 					 given to rx_config_parse. */
 	struct rx_guard_config guard; /* breaker settings, core defaults */
 	struct rx_registry_config registry; /* key bounds, core defaults */
+	struct rx_filter include; /* RESILIX_INCLUDE; none = every
+				     destination (ADR-143) */
+	struct rx_filter exclude; /* RESILIX_EXCLUDE; port 53 always */
+	bool key_host;		  /* RESILIX_KEY=host (ADR-144) */
+	uint64_t timeout_ms;	  /* RESILIX_TIMEOUT_MS; 0 = unset
+				     (ADR-145) */
 	const char *metrics_file;     /* RESILIX_METRICS_FILE; NULL = none.
 					 Points into the environment array. */
 	uint64_t metrics_interval_ms; /* RESILIX_METRICS_INTERVAL_MS,
