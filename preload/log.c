@@ -21,6 +21,21 @@
  * hard-code; if the program closes that number anyway (a daemon closing
  * every fd) or dup2s over it, the log falls back to stderr instead of
  * writing into whatever file gets the number next.
+ *
+ * Rate limit (ADR-165). A flapping upstream trips and recovers its breaker
+ * as fast as its calls allow, and a program with many keys can log many
+ * transitions a second; the host's stderr (often a container's log, billed
+ * and rotated by someone else) must not be flooded. Lines at levels error,
+ * warn and info pass a token bucket per process: 20 lines a second,
+ * bursts of 50 (a whole incident's transitions across dozens of keys get
+ * through; a flap of thousands a second does not). It is GCRA - one
+ * atomic "theoretical arrival time", updated with compare-and-swap - so it
+ * needs no lock and no timer. Lines over the limit are counted, and the
+ * next line written is preceded by `event=log-suppressed lines=N` (which
+ * takes a token too: such a pair waits for two, so the bound holds for
+ * every line, and lines keep coming through between summaries); a
+ * destructor reports a count still pending at exit. Debug lines (one per
+ * call by design, asked for explicitly) are not limited.
  */
 #include "config.h"
 
@@ -34,6 +49,14 @@
 #include "shim.h"
 
 #define LINE_MAX_BYTES 512
+
+/* The rate limit (ADR-165): 20 lines/s, bursts of 50. */
+#define LOG_RATE_PER_S 20
+#define LOG_BURST 50
+#define LOG_EMISSION_NS (UINT64_C(1000000000) / LOG_RATE_PER_S)
+
+static _Atomic uint64_t log_tat_ns;	/* GCRA theoretical arrival time */
+static _Atomic uint64_t log_suppressed; /* lines dropped, not reported */
 
 static enum rx_log_level log_level = RX_LOG_WARN;
 static atomic_int log_fd = 2;
@@ -159,6 +182,52 @@ static int fmt_ts(char *buf, size_t size)
 			(unsigned)(sod % 60), (unsigned)(ts.tv_nsec / 1000000));
 }
 
+/*
+ * May @lines (1 or 2) lines be written now? GCRA: each line pushes the theoretical
+ * arrival time one emission interval later; a line is refused while that
+ * time is more than (burst - 1) intervals ahead of now. Lock-free, O(1)
+ * expected.
+ */
+static bool log_admit(unsigned lines)
+{
+	const uint64_t tolerance = (LOG_BURST - 1) * LOG_EMISSION_NS;
+	struct timespec ts;
+	uint64_t now, tat, base, next;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return true;
+	now = (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	      (uint64_t)ts.tv_nsec;
+	tat = atomic_load_explicit(&log_tat_ns, memory_order_relaxed);
+	do {
+		base = tat > now ? tat : now;
+		if (base + (lines - 1) * LOG_EMISSION_NS - now > tolerance)
+			return false;
+		next = base + lines * LOG_EMISSION_NS;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &log_tat_ns, &tat, next, memory_order_relaxed,
+	    memory_order_relaxed));
+	return true;
+}
+
+/* Write the line that reports @n suppressed lines. */
+static void log_suppressed_line(uint64_t n)
+{
+	char line[LINE_MAX_BYTES];
+	char ts[40];
+	int len;
+
+	fmt_ts(ts, sizeof(ts));
+	len = snprintf(line, sizeof(line),
+		       "ts=%s level=warn pid=%ld event=log-suppressed "
+		       "lines=%llu limit_per_s=%d burst=%d\n",
+		       ts, (long)getpid(), (unsigned long long)n,
+		       LOG_RATE_PER_S, LOG_BURST);
+	if (len > 0 && (size_t)len < sizeof(line))
+		write_line(atomic_load_explicit(&log_fd, memory_order_relaxed),
+			   line, (size_t)len);
+}
+
 void rx__log(enum rx_log_level level, const char *fmt, ...)
 {
 	char line[LINE_MAX_BYTES];
@@ -170,6 +239,24 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 
 	if (!rx__log_enabled(level))
 		return;
+	if (level != RX_LOG_DEBUG) {
+		uint64_t dropped;
+		bool pending;
+
+		/* After a gap the summary goes first, and takes a token of
+		 * its own: the bound holds for every line written. */
+		pending = atomic_load_explicit(&log_suppressed,
+					       memory_order_relaxed) != 0;
+		if (!log_admit(pending ? 2 : 1)) {
+			atomic_fetch_add_explicit(&log_suppressed, 1,
+						  memory_order_relaxed);
+			goto out;
+		}
+		dropped = atomic_exchange_explicit(&log_suppressed, 0,
+						   memory_order_relaxed);
+		if (dropped)
+			log_suppressed_line(dropped);
+	}
 	fmt_ts(ts, sizeof(ts));
 	n = snprintf(line, sizeof(line), "ts=%s level=%s pid=%ld ", ts,
 		     rx_log_level_name(level), (long)getpid());
@@ -202,4 +289,15 @@ char *rx__fmt_rate(char *buf, size_t size, double rate)
 	hundredths = (unsigned)(rate * 100.0 + 0.5);
 	snprintf(buf, size, "%u.%02u", hundredths / 100, hundredths % 100);
 	return buf;
+}
+
+/* Lines suppressed near the end would otherwise go unmentioned. */
+__attribute__((destructor)) static void log_at_exit(void)
+{
+	int saved = errno;
+	uint64_t dropped = atomic_exchange(&log_suppressed, 0);
+
+	if (dropped)
+		log_suppressed_line(dropped);
+	errno = saved;
 }

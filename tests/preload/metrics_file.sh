@@ -1,0 +1,139 @@
+#!/bin/bash
+# metrics_file.sh - RESILIX_METRICS_FILE after a run that trips a breaker:
+# the file parses with the Prometheus text-format parser (Debian's
+# python3-prometheus-client), every family has HELP and TYPE, and the
+# numbers match what the upstream's request log says happened. Also: the
+# file is replaced atomically (no temporary left behind), written during a
+# run and not only at exit, not clobbered by a shell that ran the program
+# and exited after it (ADR-161), and a directory that does not exist costs
+# one warning and no guarding (ADR-010).
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+# Debian's python, whatever python3 is first on PATH (a pyenv python
+# lacks Debian's modules).
+PY=/usr/bin/python3
+if ! [ -x "$PY" ] || ! "$PY" -c 'import prometheus_client' 2>/dev/null; then
+	echo "SKIP: $RX_NAME: $PY with prometheus_client is not installed" \
+		"(scripts/deps installs python3-prometheus-client)"
+	exit 77
+fi
+
+MIN=10
+N=40
+prom=$RX_TMP/metrics.prom
+guard=(RESILIX_LOG=info RESILIX_FAILURE_RATE=0.5 RESILIX_MIN_CALLS=$MIN
+	RESILIX_WINDOW_CALLS=20 RESILIX_CONSECUTIVE_BACKSTOP=0
+	RESILIX_OPEN_MS=30000 RESILIX_METRICS_FILE=$prom)
+
+# --- a breaker trips on HTTP 500s; the exit write has the final numbers ---
+rx_upstream_start up --phases 0:status:500
+out=$RX_TMP/client.out err=$RX_TMP/client.err
+rx_dump_on_fail "$out" "$err" "$prom"
+rx_shim "${guard[@]}" "$CLIENT" --port "$RX_PORT" --requests $N \
+	>"$out" 2>"$err" || rx_fail "client exit status $?"
+[ -s "$prom" ] || rx_fail "no metrics file written"
+reached=$(rx_count up 500)
+rx_assert_eq "requests the upstream answered 500" "$MIN" "$reached"
+rx_assert_eq "temporary files left in the directory" "" \
+	"$(ls "$RX_TMP" | grep 'metrics.prom.tmp' || true)"
+
+# The parser, then the values against the upstream's log.
+"$PY" - "$prom" "127.0.0.1:$RX_PORT" "$reached" "$((N - reached))" \
+	>"$RX_TMP/check.out" 2>&1 <<'PY' || { cat "$RX_TMP/check.out"; rx_fail "metrics do not match"; }
+import sys, math
+from prometheus_client.parser import text_string_to_metric_families
+
+path, key, reached, refused = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+text = open(path).read()
+fams = {f.name: f for f in text_string_to_metric_families(text)}
+problems = []
+
+def val(name, **labels):
+    # prometheus_client strips _total from counter family names.
+    for fam in fams.values():
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    problems.append("no sample %s%r" % (name, labels))
+    return None
+
+def expect(what, got, want):
+    ok = got is not None and (math.isclose(got, want) if isinstance(want, float) else got == want)
+    print("%s %s: got %r, want %r" % ("ok" if ok else "MISMATCH", what, got, want))
+    if not ok:
+        problems.append(what)
+
+# Every family announced with HELP and TYPE.
+names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE ")]
+helps = [l.split()[2] for l in text.splitlines() if l.startswith("# HELP ")]
+expect("families with TYPE also have HELP", sorted(names), sorted(helps))
+for want in ("resilix_calls_total", "resilix_refusals_total",
+             "resilix_breaker_state", "resilix_failure_ratio",
+             "resilix_slow_call_ratio", "resilix_window_calls",
+             "resilix_call_latency_seconds", "resilix_registry_keys",
+             "resilix_registry_overflows_total"):
+    if want not in names:
+        problems.append("family %s missing" % want)
+for t in [l.split() for l in text.splitlines() if l.startswith("# TYPE ")]:
+    if t[3] == "counter" and not t[2].endswith("_total"):
+        problems.append("counter %s does not end in _total" % t[2])
+
+expect("calls settled transient (= upstream's 500s)",
+       val("resilix_calls_total", key=key, verdict="transient"), float(reached))
+expect("calls settled success", val("resilix_calls_total", key=key, verdict="success"), 0.0)
+expect("refusals circuit-open (= requests that never reached it)",
+       val("resilix_refusals_total", key=key, reason="circuit-open"), float(refused))
+expect("refusals limiter-full", val("resilix_refusals_total", key=key, reason="limiter-full"), 0.0)
+expect("breaker state open", val("resilix_breaker_state", key=key, state="open"), 1.0)
+expect("breaker state closed", val("resilix_breaker_state", key=key, state="closed"), 0.0)
+expect("breaker transitions", val("resilix_breaker_transitions_total", key=key), 1.0)
+expect("failure ratio", val("resilix_failure_ratio", key=key), 1.0)
+expect("window calls", val("resilix_window_calls", key=key), float(reached))
+expect("latency count", val("resilix_call_latency_seconds_count", key=key), float(reached))
+s = val("resilix_call_latency_seconds_sum", key=key)
+expect("latency sum is positive and under 10 s", s is not None and 0 < s < 10, True)
+for q in ("0.5", "0.9", "0.99"):
+    v = val("resilix_call_latency_seconds", key=key, quantile=q)
+    expect("quantile %s present" % q, v is not None, True)
+expect("calls in flight", val("resilix_calls_in_flight", key=key), 0.0)
+expect("registry keys", val("resilix_registry_keys"), 1.0)
+expect("registry overflows", val("resilix_registry_overflows_total"), 0.0)
+if problems:
+    print("PROBLEMS:", problems)
+    sys.exit(1)
+PY
+rx_log "$(grep -c '^ok' "$RX_TMP/check.out") checks on the parsed file passed"
+rx_upstream_stop up
+
+# --- a shell that runs the program exits after it, and writes nothing ---
+rm -f "$prom"
+rx_upstream_start sh --phases 0:ok
+rx_shim "${guard[@]}" sh -c '"$1" --port "$2" --requests 3 >/dev/null; sleep 0.1' \
+	sh "$CLIENT" "$RX_PORT" 2>"$err" || rx_fail "sh exit status $?"
+rx_assert_grep "the program's numbers survive its parent shell" \
+	"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 3$" \
+	"$prom"
+
+# --- written during the run (interval), not only at exit ------------------
+rm -f "$prom"
+rx_shim "${guard[@]}" RESILIX_METRICS_INTERVAL_MS=100 "$CLIENT" \
+	--port "$RX_PORT" --requests 40 --interval-ms 50 >/dev/null 2>"$err" &
+cpid=$!
+rx_wait_for 5 test -s "$prom" || rx_fail "no metrics file while the program ran"
+kill -0 "$cpid" 2>/dev/null || rx_fail "the program ended before a periodic write"
+rx_log "ok: the file appeared while the program was still running"
+wait "$cpid"
+rx_assert_grep "final count after exit" \
+	"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 40$" \
+	"$prom"
+rx_upstream_stop sh
+
+# --- an unwritable destination: one warning, guarding unchanged ------------
+rx_upstream_start bad --phases 0:status:500
+rx_shim "${guard[@]}" RESILIX_METRICS_FILE=$RX_TMP/no/such/dir/m.prom \
+	RESILIX_METRICS_INTERVAL_MS=0 "$CLIENT" --port "$RX_PORT" \
+	--requests $N >"$out" 2>"$err" || rx_fail "client exit status $?"
+rx_assert_eq "one warning about the metrics file" 1 \
+	"$(grep -c 'event=metrics-write-failed' "$err")"
+rx_assert_eq "the breaker still tripped after MIN calls" "$MIN" "$(rx_count bad)"
+rx_pass
