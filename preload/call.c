@@ -26,6 +26,21 @@
  * pinned from connect to close, so the registry never evicts a key with a
  * live connection.
  *
+ * Waiting for a limiter slot (ADR-136). Where the adaptive limiter would
+ * queue a call, a blocking caller (a blocking socket's connect, or the
+ * first write of a new request on a blocking socket without MSG_DONTWAIT)
+ * takes a place in the key's queue and waits, in arrival order, at most
+ * RESILIX_QUEUE_TIMEOUT_MS (and RESILIX_TIMEOUT_MS, when set: the call's
+ * deadline covers its wait); a non-blocking caller never waits, it is
+ * refused (limiter-full) where it would have queued. The wait holds no
+ * lock: it sleeps on a per-key futex word that every settlement of a key
+ * with waiters bumps and wakes (and at most WAIT_SLICE_MS at a time, so a
+ * missed wake-up, or a limit that grew or relaxed, costs a few ms, never
+ * a hang). The guard stays pinned while its caller waits; a close of the
+ * fd meanwhile releases that pin, and the registry keeps a key with
+ * waiters anyway. Limit changes are logged at info, at most one line per
+ * key per LIMIT_LOG_NS (ADR-138).
+ *
  * Re-entry and signals. rx__inside is set from the start of a tracked
  * operation to its end (the real call included): a signal handler that
  * calls write, connect or close on this thread while we hold a lock, or
@@ -62,6 +77,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -81,6 +97,23 @@ static struct rx_config cfg;
 static struct rx_registry *registry;
 static struct rx_lock registry_lock;
 static struct rx_lock *guard_locks; /* cfg.registry.max_keys of them */
+
+/*
+ * Per-key state of the limiter's executor, beside guard_locks (same
+ * index). wake_seq is the futex word waiters sleep on (atomic, no lock);
+ * the logged_* fields are read and written under the key's guard lock.
+ */
+struct key_wait {
+	_Atomic uint32_t wake_seq;
+	uint32_t logged_limit;	/* last limit logged, 0 = none yet */
+	uint64_t logged_ns;	/* when it was logged */
+};
+static struct key_wait *key_waits; /* cfg.registry.max_keys of them */
+
+/* Longest single sleep of a waiter: bounds the cost of a missed wake. */
+#define WAIT_SLICE_MS 10
+/* At most one limit-change line per key per this long (ADR-138). */
+#define LIMIT_LOG_NS (100 * RX_NS_PER_MS)
 static pid_t owner_pid;
 static uint64_t rng_seed;
 static atomic_uint rng_epoch; /* bumped in a forked child: reseed */
@@ -300,33 +333,183 @@ static void watch_log(const struct watch *w, struct rx_guard *g)
 		w->after.window_count, w->after.consecutive_failures);
 }
 
-/* Ask @g whether a call may start. Returns true with @permit filled. */
-static bool admit(struct rx_guard *g, uint64_t now,
-		  struct rx_gate_permit *permit, const char *where)
+static struct key_wait *key_wait_of(struct rx_guard *g)
 {
+	return &key_waits[rx_registry_index(registry, g)];
+}
+
+/* Wake every waiter of @kw: one of them may now have its turn. Called
+ * with no lock held. */
+static void wake_waiters(struct key_wait *kw)
+{
+	atomic_fetch_add_explicit(&kw->wake_seq, 1, memory_order_release);
+	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+		NULL, 0);
+}
+
+/* Sleep until @kw's word moves from @seq, a wake-up, a signal, or @ns. */
+static void wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / UINT64_C(1000000000)),
+			      (long)(ns % UINT64_C(1000000000))};
+
+	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL,
+		0);
+}
+
+static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
+			const char *where, uint64_t waited_ns)
+{
+	rx__log(RX_LOG_DEBUG,
+		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s "
+		"waited_ms=%llu",
+		key_of(g), rx_reason_name(why->reason),
+		(unsigned long long)why->retry_after_ms, where,
+		(unsigned long long)(waited_ns / RX_NS_PER_MS));
+}
+
+/*
+ * Wait in @g's limiter queue at place @place until the caller's turn (true,
+ * @permit filled, *@now the admission time), a refusal, or the queue
+ * timeout (false). No lock is held while sleeping; rx__inside stays set,
+ * so a signal handler's I/O on this thread passes through.
+ */
+static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
+		      struct rx_gate_permit *permit, const char *where)
+{
+	struct rx_admit_ctx ctx = {.rng = thread_rng(), .can_wait = true};
+	struct rx_refusal why = {RX_REASON_LIMITER_FULL, 0};
+	struct key_wait *kw = key_wait_of(g);
+	struct rx_lock *l = guard_lock(g);
+	uint64_t start = *now;
+	uint64_t bound_ms = cfg.queue_timeout_ms;
+	uint64_t deadline;
+	enum rx_decision d;
+
+	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait. */
+	if (cfg.timeout_ms > 0 && cfg.timeout_ms < bound_ms)
+		bound_ms = cfg.timeout_ms;
+	deadline = start + bound_ms * RX_NS_PER_MS;
+
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&kw->wake_seq,
+						    memory_order_acquire);
+		struct watch w;
+
+		ctx.now_ns = *now;
+		rx__lock(l);
+		watch_begin(&w, g, *now);
+		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
+		watch_end(&w, g, *now);
+		rx__unlock(l);
+		watch_log(&w, g);
+		if (d == RX_ADMIT) {
+			rx__log(RX_LOG_DEBUG,
+				"key=%s event=admitted-after-wait "
+				"waited_ms=%llu at=%s",
+				key_of(g),
+				(unsigned long long)((*now - start) /
+						     RX_NS_PER_MS),
+				where);
+			return true;
+		}
+		if (d != RX_QUEUE) {
+			/* The slot it was given went back (circuit open):
+			 * someone behind may use it. */
+			wake_waiters(kw);
+			break;
+		}
+		if (*now >= deadline) {
+			rx__lock(l);
+			rx_guard_cancel_wait(g, place, true);
+			rx__unlock(l);
+			wake_waiters(kw);
+			why.reason = RX_REASON_LIMITER_FULL;
+			why.retry_after_ms = 0;
+			break;
+		}
+		uint64_t left = deadline - *now;
+		wait_for_wake(kw, seq,
+			      left < WAIT_SLICE_MS * RX_NS_PER_MS
+				  ? left
+				  : WAIT_SLICE_MS * RX_NS_PER_MS);
+		*now = now_ns();
+	}
+	log_refused(g, &why, where, *now - start);
+	return false;
+}
+
+/*
+ * Ask @g whether a call may start at *@now on @fd. @dontwait: the caller
+ * asked not to block (MSG_DONTWAIT). Returns true with @permit filled and
+ * *@now the admission time (later than on entry when the call waited in
+ * the limiter's queue: the wait is not the upstream's latency).
+ */
+static bool admit(struct rx_guard *g, uint64_t *now,
+		  struct rx_gate_permit *permit, const char *where, int fd,
+		  bool dontwait)
+{
+	/* Optimistic: most calls are admitted at once, and whether the
+	 * caller may wait costs a system call, asked only when it matters. */
 	struct rx_admit_ctx ctx = {
-	    .now_ns = now, .rng = thread_rng(), .can_wait = false};
+	    .now_ns = *now, .rng = thread_rng(), .can_wait = true};
 	struct rx_refusal why = {RX_REASON_NONE, 0};
 	struct rx_lock *l = guard_lock(g);
+	uint64_t place = 0;
 	enum rx_decision d;
 	struct watch w;
 
 	rx__lock(l);
-	watch_begin(&w, g, now);
+	watch_begin(&w, g, *now);
 	d = rx_guard_admit(g, &ctx, permit, &why);
-	watch_end(&w, g, now);
+	watch_end(&w, g, *now);
 	rx__unlock(l);
 	watch_log(&w, g);
+	if (d == RX_QUEUE) {
+		/* Decide again with the caller's real ability to wait, under
+		 * one lock hold with the enqueue: a non-blocking caller is
+		 * refused where it would queue (and counted as such). */
+		ctx.can_wait =
+		    !dontwait && cfg.queue_timeout_ms > 0 && blocking(fd);
+		rx__lock(l);
+		d = rx_guard_admit(g, &ctx, permit, &why);
+		if (d == RX_QUEUE && rx_guard_enqueue(g, *now, &place) != RX_OK)
+			d = RX_REFUSE;
+		rx__unlock(l);
+		if (d == RX_QUEUE)
+			return wait_turn(g, place, now, permit, where);
+	}
 	if (d == RX_ADMIT)
 		return true;
-	/* RX_QUEUE cannot happen with can_wait false; if a policy ever
-	 * returned it anyway, a caller that cannot wait treats it as a
-	 * refusal (policy.h). */
-	rx__log(RX_LOG_DEBUG,
-		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s",
-		key_of(g), rx_reason_name(why.reason),
-		(unsigned long long)why.retry_after_ms, where);
+	log_refused(g, &why, where, 0);
 	return false;
+}
+
+/*
+ * Has @g's limit moved since it was last logged, and may it be logged now
+ * (at most once per LIMIT_LOG_NS per key, ADR-138)? Then fills @ls. A
+ * key starts from its initial limit. Caller holds @g's lock. O(1); a load and a compare when nothing moved.
+ */
+static bool limit_changed(struct rx_guard *g, uint64_t now,
+			  struct rx_limiter_stats *ls)
+{
+	struct key_wait *kw;
+	uint32_t limit;
+
+	if (!g->limiter_on || !rx__log_enabled(RX_LOG_INFO))
+		return false;
+	kw = key_wait_of(g);
+	limit = (uint32_t)g->limiter.limit;
+	if (kw->logged_limit == 0)
+		kw->logged_limit = g->limiter.cfg.initial_limit;
+	if (limit == kw->logged_limit)
+		return false;
+	if (kw->logged_ns != 0 && now - kw->logged_ns < LIMIT_LOG_NS)
+		return false;
+	rx_limiter_stats(&g->limiter, now, ls);
+	kw->logged_limit = limit;
+	kw->logged_ns = now;
+	return true;
 }
 
 static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
@@ -335,6 +518,9 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 {
 	struct rx_observation obs;
 	struct rx_lock *l = guard_lock(g);
+	struct rx_limiter_stats ls;
+	uint32_t waiters;
+	bool log_limit;
 	struct watch w;
 
 	obs.verdict = v;
@@ -346,13 +532,24 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx_guard_settle(g, permit, &obs);
 	rx__metrics_observe(rx_registry_index(registry, g), g, &obs);
 	watch_end(&w, g, now);
+	waiters = rx_guard_waiters(g);
+	log_limit = limit_changed(g, now, &ls);
 	rx__unlock(l);
+	if (waiters > 0)
+		wake_waiters(key_wait_of(g));
 	rx__log(RX_LOG_DEBUG,
 		"key=%s event=settle verdict=%s latency_us=%llu "
 		"at=%s",
 		key_of(g), rx_verdict_name(v),
 		(unsigned long long)obs.latency_us, at);
 	watch_log(&w, g);
+	if (log_limit)
+		rx__log(RX_LOG_INFO,
+			"key=%s event=limit-change limit=%u in_flight=%u "
+			"queued=%u p90_us=%llu rtt_noload_us=%llu",
+			key_of(g), ls.limit, ls.in_flight, ls.queued,
+			(unsigned long long)ls.p90_us,
+			(unsigned long long)ls.rtt_noload_us);
 	rx__metrics_tick(now); /* no lock held: it may write the file */
 }
 
@@ -608,7 +805,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	g = acquire(key, klen, now);
 	if (!g)
 		goto pass;
-	if (!admit(g, now, &permit, "connect")) {
+	if (!admit(g, &now, &permit, "connect", fd, false)) {
 		release(g);
 		rx__inside = 0;
 		return RX_OP_REFUSE;
@@ -833,7 +1030,8 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		rx__unlock(l);
 		if (g) {
 			now = now_ns();
-			if (!admit(g, now, &permit, "write")) {
+			if (!admit(g, &now, &permit, "write", fd,
+				   op->dontwait)) {
 				rx__inside = 0;
 				return RX_OP_REFUSE;
 			}
@@ -1021,6 +1219,14 @@ static int init_once(void)
 		return INIT_OFF;
 	}
 	guard_locks = p;
+	bytes = (size_t)cfg.registry.max_keys * sizeof(struct key_wait);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		start_failed("cannot map the key wait words", RX_ENOMEM);
+		return INIT_OFF;
+	}
+	key_waits = p;
 	rc = rx_registry_create(&registry, &cfg.registry, &cfg.guard);
 	if (rc != RX_OK) {
 		start_failed("cannot create the key registry", rc);
@@ -1043,7 +1249,9 @@ static int init_once(void)
 		"event=start failure_rate=%s slow_call_rate=%s "
 		"slow_call_ms=%llu consecutive_backstop=%u min_calls=%u "
 		"window_calls=%u window_max_age_ms=%llu open_ms=%llu "
-		"half_open_probes=%u max_keys=%u key_ttl_ms=%llu fds=%u",
+		"half_open_probes=%u max_keys=%u key_ttl_ms=%llu fds=%u "
+		"limiter=%s limit_min=%u limit_max=%u limit_initial=%u "
+		"queue_timeout_ms=%llu",
 		rx__fmt_rate(fr, sizeof(fr), b->failure_rate),
 		rx__fmt_rate(sr, sizeof(sr), b->slow_call_rate),
 		(unsigned long long)b->slow_call_ms, b->consecutive_backstop,
@@ -1052,7 +1260,13 @@ static int init_once(void)
 		(unsigned long long)b->open_ms, b->half_open_probes,
 		cfg.registry.max_keys,
 		(unsigned long long)cfg.registry.key_ttl_ms,
-		(unsigned)atomic_load(&rx__fd_capacity));
+		(unsigned)atomic_load(&rx__fd_capacity),
+		cfg.guard.limiter_on
+		    ? rx_limiter_algorithm_name(cfg.guard.limiter.algorithm)
+		    : "off",
+		cfg.guard.limiter.min_limit, cfg.guard.limiter.max_limit,
+		cfg.guard.limiter.initial_limit,
+		(unsigned long long)cfg.queue_timeout_ms);
 	return INIT_READY;
 }
 

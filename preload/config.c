@@ -37,7 +37,8 @@ enum kind {
 	K_KEY,	  /* ip | host */
 	K_LEVEL, /* off | error | warn | info | debug */
 	K_BOOL,	 /* 0 | 1 */
-	K_PATH	 /* any non-empty string */
+	K_PATH,	 /* any non-empty string */
+	K_LIMITER /* vegas | gradient2 | aimd | off */
 };
 
 /* Which field a variable sets. */
@@ -62,6 +63,12 @@ enum field {
 	F_TIMEOUT_MS,
 	F_METRICS_FILE,
 	F_METRICS_INTERVAL_MS,
+	F_LIMITER,
+	F_LIMIT_MIN,
+	F_LIMIT_MAX,
+	F_LIMIT_INITIAL,
+	F_QUEUE_TIMEOUT_MS,
+	F_LIMIT_STALE_MS,
 	F_COUNT
 };
 
@@ -118,6 +125,19 @@ static const struct var vars[] = {
      "a file path; %p is replaced by the process id"},
     {"RESILIX_METRICS_INTERVAL_MS", F_METRICS_INTERVAL_MS, K_UINT, 0,
      86400000, "integer milliseconds 0..86400000, 0 = at every settlement"},
+    /* The adaptive concurrency limiter (limiter.h ranges; ADR-137). */
+    {"RESILIX_LIMITER", F_LIMITER, K_LIMITER, 0, 0,
+     "vegas, gradient2, aimd or off"},
+    {"RESILIX_LIMIT_MIN", F_LIMIT_MIN, K_UINT, 1, 1000000,
+     "integer 1..1000000, at most RESILIX_LIMIT_MAX"},
+    {"RESILIX_LIMIT_MAX", F_LIMIT_MAX, K_UINT, 1, 1000000,
+     "integer 1..1000000, at least RESILIX_LIMIT_MIN"},
+    {"RESILIX_LIMIT_INITIAL", F_LIMIT_INITIAL, K_UINT, 1, 1000000,
+     "integer 1..1000000, within RESILIX_LIMIT_MIN..RESILIX_LIMIT_MAX"},
+    {"RESILIX_QUEUE_TIMEOUT_MS", F_QUEUE_TIMEOUT_MS, K_UINT, 0, 3600000,
+     "integer milliseconds 0..3600000, 0 = never wait"},
+    {"RESILIX_LIMIT_STALE_MS", F_LIMIT_STALE_MS, K_UINT, 1, 86400000,
+     "integer milliseconds 1..86400000"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -129,10 +149,6 @@ static const struct var vars[] = {
  */
 /* clang-format off */
 static const char *const reserved[] = {
-	"RESILIX_LIMITER",
-	"RESILIX_LIMIT_MIN",
-	"RESILIX_LIMIT_MAX",
-	"RESILIX_QUEUE_TIMEOUT_MS",
 	"RESILIX_BULKHEAD",
 	"RESILIX_RATE",
 	"RESILIX_THROTTLE_K",
@@ -175,6 +191,11 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
+	/* Ours (ADR-136): long enough to ride out a burst at a limit found
+	 * by the limiter (tens of round trips of a typical HTTP upstream),
+	 * short enough that a caller stuck behind a collapsed upstream hears
+	 * about it in a second. */
+	cfg->queue_timeout_ms = 1000;
 }
 
 /* Parse [0-9]+ into *out; false on anything else or overflow. */
@@ -302,6 +323,21 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 	case F_KEY_TTL_MS:
 		cfg->registry.key_ttl_ms = v;
 		break;
+	case F_LIMIT_MIN:
+		cfg->guard.limiter.min_limit = (uint32_t)v;
+		break;
+	case F_LIMIT_MAX:
+		cfg->guard.limiter.max_limit = (uint32_t)v;
+		break;
+	case F_LIMIT_INITIAL:
+		cfg->guard.limiter.initial_limit = (uint32_t)v;
+		break;
+	case F_QUEUE_TIMEOUT_MS:
+		cfg->queue_timeout_ms = v;
+		break;
+	case F_LIMIT_STALE_MS:
+		cfg->guard.limiter.stale_ms = v;
+		break;
 	case F_TIMEOUT_MS:
 		cfg->timeout_ms = v;
 		break;
@@ -397,6 +433,17 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 			return true;
 		}
 		break;
+	case K_LIMITER:
+		if (strcmp(value, "off") == 0) {
+			cfg->guard.limiter_on = false;
+			return true;
+		}
+		if (rx_limiter_algorithm_parse(
+			value, &cfg->guard.limiter.algorithm) == RX_OK) {
+			cfg->guard.limiter_on = true;
+			return true;
+		}
+		break;
 	}
 	report_invalid(report, arg, var, value);
 	return false;
@@ -446,6 +493,55 @@ static void report_stray(const char *entry, rx_config_report_fn report,
 	report(arg, RX_CONFIG_WARNING, name, msg);
 }
 
+/* Report a finding about several variables together. */
+static void report_combined(rx_config_report_fn report, void *arg,
+			    const char *msg)
+{
+	if (report)
+		report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
+}
+
+/*
+ * The limiter's bounds taken together (ADR-137). MIN above MAX is an
+ * error naming both. An INITIAL the user set outside [MIN, MAX] is an
+ * error; the default initial limit (20) is clamped into the range when
+ * only MIN or MAX was set, so RESILIX_LIMIT_MAX=8 alone means "at most 8",
+ * not "also set RESILIX_LIMIT_INITIAL". Returns the number of errors.
+ */
+static int limiter_bounds(struct rx_config *cfg, const bool *seen,
+			  rx_config_report_fn report, void *arg)
+{
+	struct rx_limiter_config *l = &cfg->guard.limiter;
+	char msg[320];
+
+	if (l->min_limit > l->max_limit) {
+		snprintf(msg, sizeof(msg),
+			 "RESILIX_LIMIT_MIN=%u is above RESILIX_LIMIT_MAX=%u "
+			 "(accepted: MIN <= MAX; defaults 4 and 1000)",
+			 l->min_limit, l->max_limit);
+		report_combined(report, arg, msg);
+		return 1;
+	}
+	if (seen[F_LIMIT_INITIAL]) {
+		if (l->initial_limit < l->min_limit ||
+		    l->initial_limit > l->max_limit) {
+			snprintf(msg, sizeof(msg),
+				 "RESILIX_LIMIT_INITIAL=%u is outside "
+				 "RESILIX_LIMIT_MIN..RESILIX_LIMIT_MAX = "
+				 "%u..%u",
+				 l->initial_limit, l->min_limit, l->max_limit);
+			report_combined(report, arg, msg);
+			return 1;
+		}
+		return 0;
+	}
+	if (l->initial_limit < l->min_limit)
+		l->initial_limit = l->min_limit;
+	if (l->initial_limit > l->max_limit)
+		l->initial_limit = l->max_limit;
+	return 0;
+}
+
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg)
 {
@@ -480,6 +576,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 	}
 	if (errors)
 		return errors;
+	if (limiter_bounds(cfg, seen, report, arg) != 0)
+		return 1;
 
 	/* A min_calls above the window size is not an error: the breaker
 	 * counts it as the window size (breaker.h), so asking for a 10-call
@@ -489,7 +587,7 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			char msg[320];
 
 			snprintf(msg, sizeof(msg),
-				 "the breaker configuration is not valid: %s",
+				 "the configuration is not valid: %s",
 				 why ? why : "(no reason given)");
 			report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
 		}

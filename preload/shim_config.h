@@ -59,7 +59,11 @@ struct rx_config {
 	const char *log_file;	      /* RESILIX_LOG_FILE; NULL = stderr.
 					 Points into the environment array
 					 given to rx_config_parse. */
-	struct rx_guard_config guard; /* breaker settings, core defaults */
+	struct rx_guard_config guard; /* breaker and limiter settings, core
+					 defaults */
+	uint64_t queue_timeout_ms;    /* RESILIX_QUEUE_TIMEOUT_MS: longest a
+					 blocking caller waits for a limiter
+					 slot; 0 = never wait (ADR-136) */
 	struct rx_registry_config registry; /* key bounds, core defaults */
 	struct rx_filter include; /* RESILIX_INCLUDE; none = every
 				     destination (ADR-143) */
@@ -94,8 +98,9 @@ typedef void (*rx_config_report_fn)(void *arg, enum rx_config_diag kind,
 
 /*
  * rx_config_default - the configuration with no RESILIX_* variable set:
- * guarding on, log level warn to stderr, breaker and registry defaults of
- * the core (rx_guard_config_default, rx_registry_config_default).
+ * guarding on, log level warn to stderr, breaker, limiter and registry
+ * defaults of the core (rx_guard_config_default,
+ * rx_registry_config_default), a queue timeout of 1000 ms.
  * Thread-safe, O(1), no allocation.
  */
 void rx_config_default(struct rx_config *cfg);

@@ -8,6 +8,7 @@
  * Usage:
  *   client --port N [--host 127.0.0.1] [--requests R] [--threads T]
  *          [--keepalive] [--path P] [--timeout-ms MS] [--interval-ms MS]
+ *          [--duration-ms MS] [--error-pause-ms MS]
  *          [--method M]
  *
  *   --requests R     requests per thread (default 1)
@@ -20,6 +21,13 @@
  *   --timeout-ms MS  SO_RCVTIMEO and SO_SNDTIMEO (connect honours the
  *                    latter on Linux); 0 = none (default)
  *   --interval-ms MS pause between the requests of one thread (default 0)
+ *   --duration-ms MS start no request once MS have passed since the
+ *                    client started (a time bound on top of --requests,
+ *                    for load tests whose fast refusals would otherwise
+ *                    use up the requests at once); 0 = no bound (default)
+ *   --error-pause-ms MS after a failed request, pause MS before the next
+ *                    (a caller that backs off instead of spinning on a
+ *                    refusal); default 0
  *   --method M       request method (default GET)
  *
  * Output: one line per request, flushed, in completion order:
@@ -58,6 +66,8 @@ static const char *path = "/";
 static const char *method = "GET";
 static long timeout_ms;
 static long interval_ms;
+static long duration_ms;
+static long error_pause_ms;
 static struct timespec t0;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 /*
@@ -280,6 +290,9 @@ static void *worker(void *arg)
 		int status = 0, err = 0, reached = 0, server_close = 0;
 		size_t sent = 0;
 
+		if (duration_ms > 0 && start / 1000 >= duration_ms)
+			break;
+
 		if (r > 0 && interval_ms > 0) {
 			struct timespec ts = {interval_ms / 1000,
 					      (interval_ms % 1000) * 1000000L};
@@ -307,6 +320,12 @@ static void *worker(void *arg)
 		if (fd >= 0 && (!keepalive || err || server_close)) {
 			close(fd);
 			fd = -1;
+		}
+		if (err != 0 && error_pause_ms > 0) {
+			struct timespec ts = {error_pause_ms / 1000,
+					      (error_pause_ms % 1000) *
+						  1000000L};
+			nanosleep(&ts, NULL);
 		}
 		pthread_mutex_lock(&out_mu);
 		printf("%ld %lld %lld %d %s %d\n", id, start / 1000, lat,
@@ -376,6 +395,10 @@ int main(int argc, char **argv)
 			timeout_ms = num(a, v, 0, 3600000);
 		else if (!strcmp(a, "--interval-ms"))
 			interval_ms = num(a, v, 0, 3600000);
+		else if (!strcmp(a, "--duration-ms"))
+			duration_ms = num(a, v, 0, 3600000);
+		else if (!strcmp(a, "--error-pause-ms"))
+			error_pause_ms = num(a, v, 0, 3600000);
 		else {
 			fprintf(stderr, "client: unknown option %s\n", a);
 			return 2;
