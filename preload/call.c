@@ -762,6 +762,8 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	if (!e || !owner())
 		goto pass;
 	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;
+	if (klen > 0 && cfg.key_host) /* ADR-144 */
+		klen = rx__dns_key(sa, len, key, sizeof(key), klen);
 	if (klen == 0) {
 		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
 		 * dissolves a TCP association): whatever we knew is over. */
@@ -1232,6 +1234,7 @@ static int init_once(void)
 		start_failed("cannot create the key registry", rc);
 		return INIT_OFF;
 	}
+	atomic_store(&rx__dns_on, cfg.key_host);
 	owner_pid = getpid();
 	rng_seed =
 	    ((uint64_t)owner_pid << 32) ^ now_ns() ^ (uint64_t)time(NULL);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <netdb.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -148,6 +149,27 @@ void rx__real_closefrom(int lowfd);
 int rx__real_fcntl(int fd, int cmd, long arg);
 int rx__real_fcntl64(int fd, int cmd, long arg);
 int rx__real_shutdown(int fd, int how);
+/* Returns EAI_AGAIN while the table is being bound (a resolver called from
+ * an allocator's initialisation) or when libc has no getaddrinfo. */
+int rx__real_getaddrinfo(const char *node, const char *service,
+			 const struct addrinfo *hints, struct addrinfo **res);
+
+/* ------------------------------------------------------------------------
+ * dns.c - getaddrinfo observed for RESILIX_KEY=host (ADR-144).
+ * ---------------------------------------------------------------------- */
+
+/* Set once at start-up when RESILIX_KEY=host: getaddrinfo results are
+ * remembered from then on. */
+extern atomic_bool rx__dns_on;
+
+/*
+ * rx__dns_key - if a getaddrinfo result of this process had @sa's address,
+ * write "name:port" into @key (@size bytes) and return its length;
+ * otherwise return @iplen and leave @key alone (the caller's ip:port key).
+ * Never waits, no allocation, thread-safe and async-signal-safe; O(name).
+ */
+size_t rx__dns_key(const struct sockaddr *sa, socklen_t len, char *key,
+		   size_t size, size_t iplen);
 
 /* ------------------------------------------------------------------------
  * sniff_http.c - the HTTP/1.x status-line sniffer.

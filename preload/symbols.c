@@ -27,6 +27,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <netdb.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -63,6 +64,8 @@ typedef int (*close_range_fn)(unsigned int, unsigned int, int);
 typedef void (*closefrom_fn)(int);
 typedef int (*fcntl_fn)(int, int, ...);
 typedef int (*shutdown_fn)(int, int);
+typedef int (*getaddrinfo_fn)(const char *, const char *,
+			      const struct addrinfo *, struct addrinfo **);
 
 /* Written once by the binding thread before `state` becomes BOUND
  * (release); read only after an acquire load of BOUND. */
@@ -95,6 +98,7 @@ static struct {
 	fcntl_fn fcntl;
 	fcntl_fn fcntl64;
 	shutdown_fn shutdown;
+	getaddrinfo_fn getaddrinfo;
 } real;
 
 enum { UNBOUND = 0, BINDING = 1, BOUND = 2 };
@@ -139,6 +143,7 @@ static void bind_all(void)
 	real.fcntl = (fcntl_fn)next("fcntl");
 	real.fcntl64 = (fcntl_fn)next("fcntl64");
 	real.shutdown = (shutdown_fn)next("shutdown");
+	real.getaddrinfo = (getaddrinfo_fn)next("getaddrinfo");
 }
 
 /*
@@ -388,4 +393,15 @@ int rx__real_shutdown(int fd, int how)
 	if (bound() && real.shutdown)
 		return real.shutdown(fd, how);
 	return (int)SYS(SYS_shutdown, fd, how);
+}
+
+/* No system call resolves names: a lookup before the table is bound (from
+ * inside an allocator's start-up) is told to try again, which every
+ * caller of getaddrinfo must handle anyway. */
+int rx__real_getaddrinfo(const char *node, const char *service,
+			 const struct addrinfo *hints, struct addrinfo **res)
+{
+	if (bound() && real.getaddrinfo)
+		return real.getaddrinfo(node, service, hints, res);
+	return EAI_AGAIN;
 }

@@ -42,6 +42,7 @@ dup2
 dup3
 fcntl
 fcntl64
+getaddrinfo
 getsockopt
 read
 readv

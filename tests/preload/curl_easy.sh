@@ -1,0 +1,93 @@
+#!/bin/bash
+# curl_easy.sh - the curl layer guards curl_easy_perform (ADR-150..156):
+# serial transfers on one kept-alive handle against HTTP 500s trip the
+# breaker after exactly MIN_CALLS transfers; every later transfer returns
+# CURLE_COULDNT_CONNECT (7) in well under a millisecond without reaching
+# the upstream, with "resilix: circuit open for HOST:PORT, retry in N ms"
+# in the program's CURLOPT_ERRORBUFFER. Each transfer is attributed once:
+# the upstream's request log, the shim's settlements (all at=curl) and the
+# program's answers agree, for kept-alive, fresh, duplicated and reset
+# handles alike. The curl tool shows the same line on stderr.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/curl_lib.sh"
+rx_require_build
+
+MIN=10 N=30
+guard=(RESILIX_LOG=debug RESILIX_FAILURE_RATE=0.5 RESILIX_MIN_CALLS=$MIN
+	RESILIX_WINDOW_CALLS=20 RESILIX_CONSECUTIVE_BACKSTOP=0
+	RESILIX_OPEN_MS=30000)
+
+if rx_need_curl_client && rx_curl_client_usable; then
+	# --- serial transfers on one handle, against 500s ------------------
+	rx_upstream_start s --phases 0:status:500
+	out=$RX_TMP/s.out err=$RX_TMP/s.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" "$CURL_CLIENT" --errbuf --requests $N \
+		"http://127.0.0.1:$RX_PORT/x" >"$out" 2>"$err" ||
+		rx_fail "curl_client exit status $?"
+	rx_assert_eq "transfers" $N "$(wc -l <"$out" | tr -d ' ')"
+	rx_assert_eq "transfers answered 500 (CURLE_OK)" $MIN \
+		"$(awk '$3 == 0 && $4 == 500' "$out" | wc -l | tr -d ' ')"
+	rx_assert_eq "the 500s came first" $MIN \
+		"$(head -n $MIN "$out" | awk '$4 == 500' | wc -l | tr -d ' ')"
+	# libcurl did not run for a refused transfer, so the handle's
+	# CURLINFO_RESPONSE_CODE is still the previous transfer's (ADR-155).
+	rx_assert_eq "transfers refused with CURLE_COULDNT_CONNECT" $((N - MIN)) \
+		"$(awk '$3 == 7' "$out" | wc -l | tr -d ' ')"
+	msg="resilix: circuit open for 127.0.0.1:$RX_PORT, retry in [0-9]+ ms"
+	rx_assert_eq "error buffer of each refused transfer" $((N - MIN)) \
+		"$(grep -cE "^0 [0-9]+ 7 [0-9]+ [0-9]+ $msg\$" "$out")"
+	retry=$(awk '$3 == 7 { print $(NF - 1); exit }' "$out")
+	rx_assert_between "retry in (ms) of the first refusal" "$retry" 29000 30000
+	slowest=$(awk '$3 == 7 { if ($5 > m) m = $5 } END { print m + 0 }' "$out")
+	rx_assert_le "slowest refused transfer (us, < 5 ms)" "$slowest" 4999
+	rx_assert_eq "requests that reached the upstream" $MIN "$(rx_count s)"
+	rx_assert_eq "settlements, all by the curl layer" "$MIN $MIN" \
+		"$(rx_settles "$err") $(rx_settles "$err" curl)"
+	rx_assert_grep "keyed by host:port of the URL" \
+		"key=127.0.0.1:$RX_PORT event=settle verdict=transient .*at=curl" "$err"
+	rx_assert_eq "transitions logged by the shim" "closed>open" \
+		"$(rx_transitions "$err")"
+	rx_assert_grep "refusals logged at the curl layer" \
+		'event=refused reason=circuit-open .*at=curl' "$err"
+	rx_upstream_stop s
+
+	# --- fresh, duplicated and reset handles: one settlement each -------
+	rx_upstream_start ok --phases 0:ok
+	for how in --fresh --dup --reset; do
+		out=$RX_TMP/ok$how.out err=$RX_TMP/ok$how.err
+		rx_dump_on_fail "$out" "$err"
+		before=$(rx_count ok)
+		rx_shim RESILIX_LOG=debug "$CURL_CLIENT" $how --method POST \
+			--requests 6 "http://127.0.0.1:$RX_PORT/a" \
+			"http://127.0.0.1:$RX_PORT/b?q=1" >"$out" 2>"$err" ||
+			rx_fail "curl_client $how exit status $?"
+		rx_assert_eq "$how: transfers answered 200" 6 \
+			"$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')"
+		rx_assert_eq "$how: requests upstream" 6 $(($(rx_count ok) - before))
+		rx_assert_eq "$how: settlements (all, at=curl)" "6 6" \
+			"$(rx_settles "$err") $(rx_settles "$err" curl)"
+		rx_assert_eq "$how: POSTs upstream" 6 \
+			"$(tail -n 6 "$(rx_uplog ok)" | grep -c ' POST ')"
+	done
+	rx_upstream_stop ok
+fi
+
+# --- the curl tool: its error message carries the refusal ---------------
+if rx_usable curl; then
+	rx_upstream_start cli --phases 0:status:500
+	out=$RX_TMP/cli.out err=$RX_TMP/cli.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" curl -sS -o /dev/null -w '%{http_code} %{exitcode}\n' \
+		"http://127.0.0.1:$RX_PORT/[1-$N]" >"$out" 2>"$err"
+	rx_assert_eq "curl exit status (last transfer refused)" 7 "$?"
+	rx_assert_eq "curl: answered 500" $MIN "$(grep -c '^500 0$' "$out")"
+	rx_assert_eq "curl: refused (000, exit 7)" $((N - MIN)) \
+		"$(grep -c '^000 7$' "$out")"
+	rx_assert_eq "curl: the refusal on stderr" $((N - MIN)) \
+		"$(grep -cE "^curl: \(7\) resilix: circuit open for 127.0.0.1:$RX_PORT, retry in [0-9]+ ms$" "$err")"
+	rx_assert_eq "curl: requests upstream" $MIN "$(rx_count cli)"
+	rx_assert_eq "curl: settlements (all, at=curl)" "$MIN $MIN" \
+		"$(rx_settles "$err") $(rx_settles "$err" curl)"
+fi
+rx_pass

@@ -1,0 +1,257 @@
+/*
+ * curl_client.c - a libcurl program for the curl layer's tests: easy
+ * transfers in series or on several threads, or the multi interface.
+ *
+ * Usage:
+ *   curl_client [--mode easy|multi] [--threads N] [--requests N]
+ *               [--parallel N] [--method M] [--insecure] [--errbuf]
+ *               [--fresh] [--dup] [--reset] [--timeout-ms N] URL...
+ *
+ *   --mode easy     curl_easy_perform (the default); multi: one multi
+ *                   handle running --parallel transfers at once
+ *   --threads N     easy mode: N threads, each doing --requests transfers
+ *   --requests N    transfers per thread (easy) or in total (multi),
+ *                   default 10; URL i of the list serves transfer i
+ *                   (cycling)
+ *   --method M      GET (default), POST, HEAD, or any custom method
+ *   --insecure      no TLS verification (self-signed test upstreams)
+ *   --errbuf        set CURLOPT_ERRORBUFFER and print it
+ *   --fresh         a new handle per transfer (default: one per thread,
+ *                   so connections are kept alive)
+ *   --dup           each handle is curl_easy_duphandle of a template that
+ *                   carries the options
+ *   --reset         curl_easy_reset the handle before each transfer and
+ *                   set every option again
+ *
+ * Output, one line per transfer (flushed):
+ *   <thread> <i> <curlcode> <http status> <elapsed us> <errbuf or ->
+ * Exit status 0 once every transfer ran, whatever their results; 2 on a
+ * usage error.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *mode = "easy";
+static int threads = 1, requests = 10, parallel = 4;
+static const char *method = "GET";
+static int insecure, use_errbuf, fresh, dup_mode, reset_mode;
+static long timeout_ms = 10000;
+static char **urls;
+static int nurls;
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+static void set_options(CURL *h, const char *url, char *errbuf)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	if (insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (errbuf)
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "x=1");
+	else if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+}
+
+static void report(int t, int i, int rc, long status, uint64_t us,
+		   const char *errbuf)
+{
+	pthread_mutex_lock(&out_mu);
+	printf("%d %d %d %ld %llu %s\n", t, i, rc, status,
+	       (unsigned long long)us,
+	       errbuf && errbuf[0] ? errbuf : "-");
+	fflush(stdout);
+	pthread_mutex_unlock(&out_mu);
+}
+
+static void *easy_thread(void *arg)
+{
+	int t = (int)(intptr_t)arg, i;
+	char errbuf[CURL_ERROR_SIZE];
+	CURL *tmpl = NULL, *h = NULL;
+
+	for (i = 0; i < requests; i++) {
+		const char *url = urls[i % nurls];
+		long status = 0;
+		uint64_t t0;
+		int rc;
+
+		errbuf[0] = '\0';
+		if (dup_mode) {
+			if (!tmpl)
+				tmpl = curl_easy_init();
+			set_options(tmpl, url, use_errbuf ? errbuf : NULL);
+			if (h)
+				curl_easy_cleanup(h);
+			h = curl_easy_duphandle(tmpl);
+		} else if (!h || fresh) {
+			if (h)
+				curl_easy_cleanup(h);
+			h = curl_easy_init();
+			set_options(h, url, use_errbuf ? errbuf : NULL);
+		} else if (reset_mode) {
+			curl_easy_reset(h);
+			set_options(h, url, use_errbuf ? errbuf : NULL);
+		} else {
+			curl_easy_setopt(h, CURLOPT_URL, url);
+		}
+		t0 = now_us();
+		rc = curl_easy_perform(h);
+		t0 = now_us() - t0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		report(t, i, rc, status, t0, use_errbuf ? errbuf : NULL);
+	}
+	if (h)
+		curl_easy_cleanup(h);
+	if (tmpl)
+		curl_easy_cleanup(tmpl);
+	return NULL;
+}
+
+struct slot {
+	CURL *h;
+	int i;
+	uint64_t t0;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static void run_multi(void)
+{
+	struct slot *slots = calloc((size_t)requests, sizeof(*slots));
+	CURLM *m = curl_multi_init();
+	int next = 0, running = 0, done = 0;
+
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)parallel);
+	while (done < requests) {
+		CURLMsg *msg;
+		int left;
+
+		while (next < requests && next - done < parallel) {
+			struct slot *s = &slots[next];
+
+			s->i = next;
+			s->h = curl_easy_init();
+			set_options(s->h, urls[next % nurls],
+				    use_errbuf ? s->errbuf : NULL);
+			curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
+			s->t0 = now_us();
+			curl_multi_add_handle(m, s->h);
+			next++;
+		}
+		curl_multi_perform(m, &running);
+		while ((msg = curl_multi_info_read(m, &left))) {
+			struct slot *s;
+			long status = 0;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+					  (char **)&s);
+			curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE,
+					  &status);
+			report(0, s->i, msg->data.result, status,
+			       now_us() - s->t0,
+			       use_errbuf ? s->errbuf : NULL);
+			curl_multi_remove_handle(m, s->h);
+			curl_easy_cleanup(s->h);
+			done++;
+		}
+		if (done < requests)
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	curl_multi_cleanup(m);
+	free(slots);
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: curl_client [--mode easy|multi] [--threads N] "
+			"[--requests N] [--parallel N] [--method M] "
+			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
+			"[--timeout-ms N] URL...\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t tid[64];
+	int i;
+
+	for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+		const char *o = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(o, "--insecure") == 0)
+			insecure = 1;
+		else if (strcmp(o, "--errbuf") == 0)
+			use_errbuf = 1;
+		else if (strcmp(o, "--fresh") == 0)
+			fresh = 1;
+		else if (strcmp(o, "--dup") == 0)
+			dup_mode = 1;
+		else if (strcmp(o, "--reset") == 0)
+			reset_mode = 1;
+		else if (!v)
+			return usage();
+		else if (strcmp(o, "--mode") == 0)
+			mode = v, i++;
+		else if (strcmp(o, "--threads") == 0)
+			threads = atoi(v), i++;
+		else if (strcmp(o, "--requests") == 0)
+			requests = atoi(v), i++;
+		else if (strcmp(o, "--parallel") == 0)
+			parallel = atoi(v), i++;
+		else if (strcmp(o, "--method") == 0)
+			method = v, i++;
+		else if (strcmp(o, "--timeout-ms") == 0)
+			timeout_ms = atol(v), i++;
+		else
+			return usage();
+	}
+	if (i >= argc || threads < 1 || threads > 64 || requests < 1 ||
+	    parallel < 1)
+		return usage();
+	urls = argv + i;
+	nurls = argc - i;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (strcmp(mode, "multi") == 0) {
+		run_multi();
+	} else if (strcmp(mode, "easy") == 0) {
+		for (i = 0; i < threads; i++)
+			pthread_create(&tid[i], NULL, easy_thread,
+				       (void *)(intptr_t)i);
+		for (i = 0; i < threads; i++)
+			pthread_join(tid[i], NULL);
+	} else {
+		return usage();
+	}
+	curl_global_cleanup();
+	return 0;
+}
