@@ -665,6 +665,61 @@ static void maybe_timeout(struct rx_op *op)
 			  "socket-timeout");
 }
 
+/*
+ * Calls that never answer (ADR-145). With RESILIX_TIMEOUT_MS set, a call
+ * whose answer comes (or whose fd is next used or closed) after that
+ * deadline is a timeout. Without it, a call outstanding longer than
+ * CALL_BOUND_NS is released as RX_REJECTED: it holds its permit no longer,
+ * and it says nothing about the upstream (a long poll, a stream). The shim
+ * has no thread and imposes no timer on the program: the deadline is
+ * applied when the program next touches the fd (a read or write that
+ * would block, the response's first byte, close).
+ */
+#define CALL_BOUND_NS (300 * UINT64_C(1000000000))
+
+/* Is a call started at @start past its deadline or bound at @t? Then *@v
+ * is what it settles as. */
+static bool past_deadline(uint64_t start, uint64_t t, enum rx_verdict *v)
+{
+	uint64_t age = t > start ? t - start : 0;
+
+	if (cfg.timeout_ms > 0) {
+		if (age <= cfg.timeout_ms * RX_NS_PER_MS)
+			return false;
+		*v = RX_TIMEOUT;
+		return true;
+	}
+	if (age <= CALL_BOUND_NS)
+		return false;
+	*v = RX_REJECTED;
+	return true;
+}
+
+/* A read or write that would block: settle @op's call if it is overdue.
+ * Returns true when it did. */
+static bool settle_overdue(struct rx_op *op)
+{
+	struct rx_lock *l;
+	struct ending end;
+	enum rx_verdict v;
+	uint64_t now;
+
+	if (!owner())
+		return false;
+	now = now_ns();
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (!same_call(op) || !past_deadline(op->e->start_ns, now, &v)) {
+		rx__unlock(l);
+		return false;
+	}
+	end_call_locked(op->e, RX_FD_DONE, now, &end);
+	rx__unlock(l);
+	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
+	       v == RX_TIMEOUT ? "deadline" : "expired");
+	return true;
+}
+
 /* Move a pending connect to WAITING (it connected). */
 static void connected(struct rx_op *op)
 {
@@ -711,6 +766,12 @@ static void forget(int fd, struct rx_fd *e)
 		uint64_t slow_ns =
 		    cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
 		bool late = slow_ns > 0 && now - end.start_ns >= slow_ns;
+		enum rx_verdict over;
+
+		/* Or past its RESILIX_TIMEOUT_MS deadline (ADR-145). */
+		if (cfg.timeout_ms > 0 &&
+		    past_deadline(end.start_ns, now, &over))
+			late = true;
 
 		settle(end.guard, &end.permit, late ? RX_TIMEOUT : RX_REJECTED,
 		       end.start_ns, now, now, "close");
@@ -912,6 +973,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	struct ending end;
 	struct rx_lock *l;
 	size_t left = (size_t)n;
+	bool late;
 	int status = 0, i;
 	uint64_t now;
 
@@ -965,10 +1027,12 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	}
 	/* Any later call on this connection reuses it (ADR-149). */
 	e->reused = 1;
+	late = past_deadline(e->start_ns, e->first_byte_ns, &v);
 	end_call_locked(e, next, e->first_byte_ns, &end);
 	rx__unlock(l);
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
-	       "first-byte");
+	       late ? (v == RX_TIMEOUT ? "deadline" : "expired")
+		    : "first-byte");
 }
 
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
@@ -984,7 +1048,8 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		if (op->len > 0)
 			fail_call_stale(op, RX_TRANSIENT, "eof", true);
 	} else if (err == EAGAIN || err == EWOULDBLOCK) {
-		maybe_timeout(op);
+		if (!settle_overdue(op))
+			maybe_timeout(op);
 	} else if (!pending_errno(err)) {
 		fail_errno(op, err);
 	}
@@ -1078,9 +1143,10 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 		if (op->phase == RX_FD_CONNECTING)
 			connected(op);
 	} else if (n < 0) {
-		if (err == EAGAIN || err == EWOULDBLOCK)
-			maybe_timeout(op);
-		else if (!pending_errno(err))
+		if (err == EAGAIN || err == EWOULDBLOCK) {
+			if (!settle_overdue(op))
+				maybe_timeout(op);
+		} else if (!pending_errno(err))
 			fail_errno(op, err);
 	}
 	rx__inside = 0;
