@@ -822,6 +822,12 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	e = rx__fd_get(fd);
 	if (!e || !owner())
 		goto pass;
+	if (rx__curl_active) {
+		/* Inside curl_easy_perform: the curl layer attributes this
+		 * call (ADR-152); whatever we knew of the fd is over. */
+		forget(fd, e);
+		goto pass;
+	}
 	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;
 	if (klen > 0 && cfg.key_host) /* ADR-144 */
 		klen = rx__dns_key(sa, len, key, sizeof(key), klen);
@@ -1086,7 +1092,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	op->again = false;
 	op->peek = false;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
-	if (ph == RX_FD_IDLE && len > 0) {
+	/* Inside curl_easy_perform a new request on a kept-alive
+	 * connection is the curl layer's (ADR-152). */
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
 		if (!owner())
 			goto pass;
 		l = rx__fd_lock(fd);
@@ -1151,6 +1159,72 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 	}
 	rx__inside = 0;
 	errno = err;
+}
+
+/* ------------------------------------------------------------------------
+ * Keys for the other layers (curl.c): the same registry, locks, policies
+ * and log lines as the socket layer, so a key guarded by both is one key.
+ * ---------------------------------------------------------------------- */
+
+const struct rx_config *rx__config(void)
+{
+	return &cfg;
+}
+
+uint64_t rx__now_ns(void)
+{
+	return now_ns();
+}
+
+bool rx__owner(void)
+{
+	return owner();
+}
+
+struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
+{
+	return acquire(key, len, now);
+}
+
+void rx__key_release(struct rx_guard *g)
+{
+	release(g);
+}
+
+bool rx__key_admit(struct rx_guard *g, uint64_t now,
+		   struct rx_gate_permit *permit, struct rx_refusal *why,
+		   const char *where)
+{
+	struct rx_breaker_stats st;
+	struct rx_lock *l;
+
+	/* No fd: the caller never waits in a limiter queue (ADR-152). */
+	if (admit(g, &now, permit, where, -1, true))
+		return true;
+	/* Why, for the program's error message: read back from the
+	 * breaker rather than threaded through admit. */
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	if (!cfg.guard.breaker_on)
+		return false;
+	l = guard_lock(g);
+	rx__lock(l);
+	rx_breaker_stats(&g->breaker, now, &st);
+	rx__unlock(l);
+	if (st.state == RX_BREAKER_OPEN) {
+		why->reason = RX_REASON_CIRCUIT_OPEN;
+		why->retry_after_ms = st.open_remaining_ms;
+	} else if (st.state == RX_BREAKER_HALF_OPEN) {
+		why->reason = RX_REASON_HALF_OPEN_BUSY;
+	}
+	return false;
+}
+
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now, const char *at)
+{
+	settle(g, permit, v, start_ns, end_ns, now, at);
 }
 
 /* ------------------------------------------------------------------------

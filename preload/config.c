@@ -38,7 +38,8 @@ enum kind {
 	K_LEVEL, /* off | error | warn | info | debug */
 	K_BOOL,	 /* 0 | 1 */
 	K_PATH,	 /* any non-empty string */
-	K_LIMITER /* vegas | gradient2 | aimd | off */
+	K_LIMITER, /* vegas | gradient2 | aimd | off */
+	K_CURL_KEY /* host | endpoint | origin (ADR-154) */
 };
 
 /* Which field a variable sets. */
@@ -69,6 +70,7 @@ enum field {
 	F_LIMIT_INITIAL,
 	F_QUEUE_TIMEOUT_MS,
 	F_LIMIT_STALE_MS,
+	F_CURL_KEY,
 	F_COUNT
 };
 
@@ -138,6 +140,9 @@ static const struct var vars[] = {
      "integer milliseconds 0..3600000, 0 = never wait"},
     {"RESILIX_LIMIT_STALE_MS", F_LIMIT_STALE_MS, K_UINT, 1, 86400000,
      "integer milliseconds 1..86400000"},
+    /* The curl layer's keys (curl.c; ADR-154). */
+    {"RESILIX_CURL_KEY", F_CURL_KEY, K_CURL_KEY, 0, 0,
+     "host, endpoint or origin"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -152,7 +157,6 @@ static const char *const reserved[] = {
 	"RESILIX_BULKHEAD",
 	"RESILIX_RATE",
 	"RESILIX_THROTTLE_K",
-	"RESILIX_CURL_KEY",
 	"RESILIX_STATE_FILE",
 };
 
@@ -444,6 +448,18 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 			return true;
 		}
 		break;
+	case K_CURL_KEY: {
+		static const char *const modes[] = {"host", "endpoint",
+						    "origin"};
+
+		for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+			if (strcmp(value, modes[i]) == 0) {
+				cfg->curl_key = (enum rx_curl_key)i;
+				return true;
+			}
+		}
+		break;
+	}
 	}
 	report_invalid(report, arg, var, value);
 	return false;

@@ -52,6 +52,13 @@ enum rx_log_level {
  * out of range. Thread-safe, O(1), never NULL. */
 const char *rx_log_level_name(enum rx_log_level level);
 
+/* RESILIX_CURL_KEY: how the curl layer keys a transfer (ADR-154). */
+enum rx_curl_key {
+	RX_CURL_KEY_HOST = 0, /* "host": host:port of the URL (default) */
+	RX_CURL_KEY_ENDPOINT, /* "endpoint": METHOD host:port/path */
+	RX_CURL_KEY_ORIGIN    /* "origin": scheme://host:port */
+};
+
 /* Everything the shim reads from the environment. */
 struct rx_config {
 	bool disable;		      /* RESILIX_DISABLE=1: pass through */
@@ -75,6 +82,7 @@ struct rx_config {
 					 Points into the environment array. */
 	uint64_t metrics_interval_ms; /* RESILIX_METRICS_INTERVAL_MS,
 					 default 5000 (ADR-160) */
+	enum rx_curl_key curl_key;    /* RESILIX_CURL_KEY, default host */
 };
 
 /* What a diagnostic is. */
