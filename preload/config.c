@@ -327,6 +327,9 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 	case F_KEY_TTL_MS:
 		cfg->registry.key_ttl_ms = v;
 		break;
+	case F_METRICS_INTERVAL_MS:
+		cfg->metrics_interval_ms = v;
+		break;
 	case F_LIMIT_MIN:
 		cfg->guard.limiter.min_limit = (uint32_t)v;
 		break;
@@ -610,4 +613,123 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		return 1;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Describing a configuration (`resilix-run --check`, ADR-166).
+ * ---------------------------------------------------------------------- */
+
+size_t rx_config_var_count(void)
+{
+	return NVARS;
+}
+
+const char *rx_config_var_name(size_t i)
+{
+	return i < NVARS ? vars[i].name : NULL;
+}
+
+const char *rx_config_var_accepted(size_t i)
+{
+	return i < NVARS ? vars[i].accepted : NULL;
+}
+
+/* Format a rate with up to six decimals, locale-free, without trailing
+ * zeros ("0.5", "1", "0.125"). */
+static void format_rate(char *buf, size_t size, double r)
+{
+	uint64_t micro = (uint64_t)(r * 1e6 + 0.5);
+	int n = snprintf(buf, size, "%llu.%06llu",
+			 (unsigned long long)(micro / 1000000),
+			 (unsigned long long)(micro % 1000000));
+
+	while (n > 0 && (size_t)n < size && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && (size_t)n < size && buf[n - 1] == '.')
+		buf[--n] = '\0';
+}
+
+bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
+		     size_t size)
+{
+	const struct rx_breaker_config *b = &cfg->guard.breaker;
+	const char *s = NULL;
+	uint64_t u = 0;
+	double r = 0;
+
+	if (i >= NVARS || size == 0)
+		return false;
+	switch (vars[i].field) {
+	case F_SLOW_CALL_MS:
+		if (b->slow_call_ms == 0)
+			s = "unset (slow-call condition off)";
+		u = b->slow_call_ms;
+		break;
+	case F_SLOW_CALL_RATE:
+		r = b->slow_call_rate;
+		goto rate;
+	case F_FAILURE_RATE:
+		r = b->failure_rate;
+		goto rate;
+	case F_CONSECUTIVE_BACKSTOP:
+		u = b->consecutive_backstop;
+		break;
+	case F_MIN_CALLS:
+		u = b->min_calls;
+		break;
+	case F_WINDOW_CALLS:
+		u = b->window_calls;
+		break;
+	case F_WINDOW_MAX_AGE_MS:
+		u = b->window_max_age_ms;
+		break;
+	case F_OPEN_MS:
+		u = b->open_ms;
+		break;
+	case F_HALF_OPEN_PROBES:
+		u = b->half_open_probes;
+		break;
+	case F_MAX_KEYS:
+		u = cfg->registry.max_keys;
+		break;
+	case F_KEY_TTL_MS:
+		u = cfg->registry.key_ttl_ms;
+		break;
+	case F_LOG:
+		s = rx_log_level_name(cfg->log_level);
+		break;
+	case F_LOG_FILE:
+		s = cfg->log_file ? cfg->log_file : "unset (stderr)";
+		break;
+	case F_DISABLE:
+		s = cfg->disable ? "1" : "0";
+		break;
+	case F_METRICS_FILE:
+		s = cfg->metrics_file ? cfg->metrics_file
+				      : "unset (no metrics file)";
+		break;
+	case F_METRICS_INTERVAL_MS:
+		u = cfg->metrics_interval_ms;
+		break;
+	case F_KEY:
+		s = cfg->key_host ? "host" : "ip";
+		break;
+	case F_TIMEOUT_MS:
+		if (cfg->timeout_ms == 0)
+			s = "unset (no deadline)";
+		u = cfg->timeout_ms;
+		break;
+	default:
+		/* A variable this function does not know how to show: the
+		 * caller falls back to the text that was set. */
+		return false;
+	}
+	if (s)
+		snprintf(buf, size, "%s", s);
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)u);
+	return true;
+rate:
+	format_rate(buf, size, r);
+	return true;
 }

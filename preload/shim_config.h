@@ -28,6 +28,7 @@
 #define RESILIX_PRELOAD_SHIM_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "resilix/guard.h"
@@ -128,6 +129,27 @@ void rx_config_default(struct rx_config *cfg);
  */
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg);
+
+/*
+ * Describing a configuration, for `resilix-run --check` (ADR-166): the
+ * variables this version reads, in the parser's table order, with the
+ * text an error message quotes for their accepted values.
+ * rx_config_var_name / rx_config_var_accepted return NULL for @i at or
+ * past rx_config_var_count(). Thread-safe, O(1).
+ */
+size_t rx_config_var_count(void);
+const char *rx_config_var_name(size_t i);
+const char *rx_config_var_accepted(size_t i);
+
+/*
+ * rx_config_value - the effective value of variable @i in @cfg, as it
+ * would be written in the environment ("5000", "0.5", "warn"), or a short
+ * phrase for a value that is off ("unset (stderr)"). Returns false, with
+ * @buf untouched, for a variable whose value has no text form here (the
+ * caller shows what was set). Locale-free; thread-safe; O(1).
+ */
+bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
+		     size_t size);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,99 @@
+#!/bin/bash
+# check_status.sh - `resilix-run --check` and `resilix-run --status`.
+#   --check: exit 0 and every variable with its value and source on a good
+#   environment; exit 1 with the parser's one-line explanation on a bad one
+#   (a bad value, a combination the core refuses); options given to
+#   resilix-run count like variables; a program after --check is a usage
+#   error. --status: a table from a real metrics file written by a run that
+#   tripped one breaker and left another closed; the open one first, with
+#   why; exit 1 while a breaker is open, 2 for a file that is not one.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+rx_need python3
+RUN=$RESILIX_SRCDIR/scripts/resilix-run
+out=$RX_TMP/out err=$RX_TMP/err
+rx_dump_on_fail "$out" "$err"
+
+# --- --check, good ----------------------------------------------------------
+timeout 10 env RESILIX_FAILURE_RATE=0.25 "$RUN" --open-ms 3000 --check \
+	>"$out" 2>"$err"
+rx_assert_eq "--check exit status, valid" 0 "$?"
+rx_assert_grep "says valid" '^# resilix configuration: valid$' "$out"
+rx_assert_grep "a variable from the environment" \
+	'^RESILIX_FAILURE_RATE +0\.25 +environment$' "$out"
+rx_assert_grep "an option counts as the variable" \
+	'^RESILIX_OPEN_MS +3000 +environment$' "$out"
+rx_assert_grep "a default, with its value" '^RESILIX_WINDOW_CALLS +100 +default$' "$out"
+rx_assert_grep "an off default says so" \
+	'^RESILIX_SLOW_CALL_MS +unset \(slow-call condition off\) +default$' "$out"
+rx_assert_grep "the metrics interval default" \
+	'^RESILIX_METRICS_INTERVAL_MS +5000 +default$' "$out"
+# Every variable the parser knows is listed, once.
+n=$(grep -c '^RESILIX_' "$out")
+rx_assert_ge "variables listed" "$n" 20
+rx_assert_eq "no variable listed twice" "$n" \
+	"$(grep '^RESILIX_' "$out" | awk '{print $1}' | sort -u | wc -l | tr -d ' ')"
+rx_assert_eq "nothing on stderr for a clean environment" "" "$(cat "$err")"
+
+# --- --check, bad -----------------------------------------------------------
+timeout 10 env RESILIX_OPEN_MS=abc "$RUN" --check >"$out" 2>"$err"
+rx_assert_eq "--check exit status, bad value" 1 "$?"
+rx_assert_grep "names the variable, the value and the range" \
+	'error: RESILIX_OPEN_MS="abc" is not valid \(accepted: integer milliseconds 1\.\.86400000\)' \
+	"$err"
+rx_assert_grep "says not valid" '^# resilix configuration: NOT VALID' "$out"
+rx_assert_grep "shows what was set" '^RESILIX_OPEN_MS +abc +environment$' "$out"
+timeout 10 "$RUN" --failure-rate 1.5 --check >"$out" 2>"$err"
+rx_assert_eq "--check exit status, a rate above 1 given as an option" 1 "$?"
+timeout 10 env RESILIX_FAILURE_RATE=1 "$RUN" --check >"$out" 2>"$err"
+rx_assert_eq "--check exit status, rate 1 (valid, with a notice)" 0 "$?"
+rx_assert_grep "the notice about a rate of 1" 'notice: RESILIX_FAILURE_RATE=1 disables' "$err"
+timeout 10 env RESILIX_OPNE_MS=10 "$RUN" --check >"$out" 2>"$err"
+rx_assert_eq "--check exit status, a typo is a warning" 0 "$?"
+rx_assert_grep "the typo is named" 'warning: RESILIX_OPNE_MS is not a resilix variable' "$err"
+timeout 10 env RESILIX_METRICS_FILE=$RX_TMP/none/m.prom "$RUN" --check >"$out" 2>"$err"
+rx_assert_eq "--check exit status, metrics directory missing (a warning)" 0 "$?"
+rx_assert_grep "the missing directory is named" \
+	"warning: RESILIX_METRICS_FILE=.*directory $RX_TMP/none is not writable" "$err"
+timeout 10 "$RUN" --check -- true >"$out" 2>"$err"
+rx_assert_eq "--check with a program is a usage error" 2 "$?"
+
+# --- --status on a real metrics file ---------------------------------------
+rx_usable python3 || rx_pass "(--status part skipped: python3 cannot run in this build)"
+prom=$RX_TMP/m.prom
+rx_upstream_start bad --phases 0:status:500
+bad=$RX_PORT
+rx_upstream_start good --phases 0:ok
+good=$RX_PORT
+# One program calls both: a failing upstream and a healthy one.
+rx_shim RESILIX_METRICS_FILE="$prom" RESILIX_MIN_CALLS=10 \
+	RESILIX_CONSECUTIVE_BACKSTOP=0 RESILIX_OPEN_MS=60000 python3 - \
+	"$good" "$bad" >/dev/null 2>&1 <<'PY' || rx_fail "python client"
+import sys, urllib.request
+good, bad = sys.argv[1], sys.argv[2]
+for i in range(15):
+    for port in (good, bad):
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%s/%d" % (port, i)).read()
+        except Exception:
+            pass
+PY
+timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
+rx_assert_eq "--status exit status with an open breaker" 1 "$?"
+rx_dump_on_fail "$prom"
+cat "$out" | sed 's/^/# /'
+rx_assert_grep "header" '^key +state +calls +fail% +slow% +limit +in-flight +refused$' "$out"
+rx_assert_eq "the open breaker's row comes first" "127.0.0.1:$bad open" \
+	"$(sed -n 2p "$out" | awk '{print $1, $2}')"
+rx_assert_grep "its calls, failure % and refusals" \
+	"^127\\.0\\.0\\.1:$bad +open +10 +100 +0 +[0-9]+ +0 +5 \\(circuit-open 5\\)$" "$out"
+rx_assert_grep "the closed one, 15 calls, no failures" \
+	"^127\\.0\\.0\\.1:$good +closed +15 +0 +0 +[0-9]+ +0 +0$" "$out"
+rx_assert_grep "why it is open" \
+	"^127\\.0\\.0\\.1:$bad is open: failure rate 100%, .* over 10 calls" "$out"
+echo 'not metrics' >"$RX_TMP/junk"
+timeout 10 "$RUN" --status "$RX_TMP/junk" >"$out" 2>"$err"
+rx_assert_eq "--status on a file that is not metrics" 2 "$?"
+timeout 10 "$RUN" --status "$RX_TMP/missing" >"$out" 2>"$err"
+rx_assert_eq "--status on a missing file" 2 "$?"
+rx_pass
