@@ -78,6 +78,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -1339,6 +1340,12 @@ static int init_once(void)
 	int rc;
 
 	rx__symbols_resolve();
+	/* A secure-execution process (setuid, setgid, file capabilities;
+	 * reached only through /etc/ld.so.preload or dlopen, since ld.so
+	 * ignores LD_PRELOAD there) passes through without reading the
+	 * environment or opening a file it names (ADR-146). */
+	if (getauxval(AT_SECURE))
+		return INIT_OFF;
 	if (rx_config_parse(&cfg, environ, NULL, NULL) != 0) {
 		rx_config_parse(&cfg, environ, report, &rs);
 		return INIT_OFF;
