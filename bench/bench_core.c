@@ -1,13 +1,18 @@
 /*
  * bench_core.c - cost of the policy core on the data path.
  *
- * Usage: bench/bench_core [calls-per-thread]     (default 2000000)
+ * Usage: bench/bench_core [calls-per-thread [case]]  (default 2000000)
+ * With a case name, only that case runs, single-threaded.
  *
  * Prints one line per case: nanoseconds per admit + settle, and heap
  * allocations per call (which must be 0: the core never allocates on the
  * data path, STYLE.md). Cases:
  *   breaker   rx_breaker_admit + rx_breaker_settle on one breaker
- *   guard     rx_guard_admit + rx_guard_settle (gate, breaker, counters)
+ *   limiter   rx_limiter_admit + rx_limiter_settle on one Vegas limiter
+ *   guard-br  rx_guard_admit + rx_guard_settle, breaker only (limiter off)
+ *   guard     rx_guard_admit + rx_guard_settle with the default policies:
+ *             breaker and limiter together (gate, counters); the figure
+ *             issue 5 asks for (target <= 40 ns single-threaded)
  *   registry  what the shim does per call: rx_registry_acquire under a
  *             registry mutex, admit + settle under a per-key mutex,
  *             rx_registry_release under the registry mutex
@@ -79,9 +84,16 @@ void free(void *p)
 }
 #endif
 
-enum bench_case { CASE_BREAKER, CASE_GUARD, CASE_REGISTRY };
+enum bench_case {
+	CASE_BREAKER,
+	CASE_LIMITER,
+	CASE_GUARD_BREAKER,
+	CASE_GUARD,
+	CASE_REGISTRY
+};
 
-static const char *const case_names[] = {"breaker", "guard", "registry"};
+static const char *const case_names[] = {"breaker", "limiter", "guard-br",
+					 "guard", "registry"};
 
 struct shared {
 	struct rx_registry *reg;
@@ -98,6 +110,7 @@ struct worker {
 	unsigned long allocs;
 	/* Thread-private state for the breaker and guard cases. */
 	struct rx_breaker breaker;
+	struct rx_limiter limiter;
 	struct rx_guard guard;
 	struct rx_window_slot slots[100];
 	pthread_mutex_t key_lock;
@@ -139,6 +152,12 @@ static void *run(void *arg)
 			    RX_ADMIT)
 				rx_breaker_settle(&w->breaker, &t, &obs);
 			break;
+		case CASE_LIMITER:
+			if (rx_limiter_admit(&w->limiter, &ctx, &t, &why) ==
+			    RX_ADMIT)
+				rx_limiter_settle(&w->limiter, &t, &obs);
+			break;
+		case CASE_GUARD_BREAKER:
 		case CASE_GUARD:
 			if (rx_guard_admit(&w->guard, &ctx, &permit, &why) ==
 			    RX_ADMIT)
@@ -173,6 +192,8 @@ static int bench(enum bench_case which, unsigned threads, unsigned long calls)
 	rx_guard_config_default(&gc);
 	gc.breaker.consecutive_backstop = 0; /* stay closed: measure the
 						full closed-state path */
+	if (which == CASE_GUARD_BREAKER)
+		gc.limiter_on = false;
 	struct rx_registry_config rc;
 	rx_registry_config_default(&rc);
 	struct shared sh = {.calls = calls, .which = which};
@@ -187,6 +208,7 @@ static int bench(enum bench_case which, unsigned threads, unsigned long calls)
 		w[i].id = i;
 		pthread_mutex_init(&w[i].key_lock, NULL);
 		rx_breaker_init(&w[i].breaker, &gc.breaker, w[i].slots);
+		rx_limiter_init(&w[i].limiter, &gc.limiter);
 		rx_guard_init(&w[i].guard, &gc, w[i].slots, 0);
 	}
 
@@ -218,12 +240,25 @@ static int bench(enum bench_case which, unsigned threads, unsigned long calls)
 int main(int argc, char **argv)
 {
 	unsigned long calls = 2000000;
+	int only = -1;
 	if (argc > 1) {
 		char *end;
 		calls = strtoul(argv[1], &end, 10);
 		if (*end != '\0' || calls == 0) {
-			fprintf(stderr, "usage: %s [calls-per-thread]\n",
+			fprintf(stderr, "usage: %s [calls-per-thread [case]]\n",
 				argv[0]);
+			return 64;
+		}
+	}
+	/* One case, single-threaded: for instruction counts under
+	 * valgrind (scripts/bench), where the other cases are noise. */
+	if (argc > 2) {
+		for (int c = CASE_BREAKER; c <= CASE_REGISTRY; c++)
+			if (strcmp(argv[2], case_names[c]) == 0)
+				only = c;
+		if (only < 0) {
+			fprintf(stderr, "%s: unknown case %s\n", argv[0],
+				argv[2]);
 			return 64;
 		}
 	}
@@ -232,7 +267,8 @@ int main(int argc, char **argv)
 	       "allocs/call");
 	for (int c = CASE_BREAKER; c <= CASE_REGISTRY; c++)
 		for (unsigned th = 1; th <= 2; th++)
-			rc |= bench((enum bench_case)c, th, calls);
+			if (only < 0 || (c == only && th == 1))
+				rc |= bench((enum bench_case)c, th, calls);
 	if (rc == 2 || rc == 3)
 		fprintf(stderr, "bench_core: the core allocated on the data "
 				"path\n");

@@ -348,9 +348,6 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 	case F_TIMEOUT_MS:
 		cfg->timeout_ms = v;
 		break;
-	case F_METRICS_INTERVAL_MS:
-		cfg->metrics_interval_ms = v;
-		break;
 	default:
 		break;
 	}
