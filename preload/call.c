@@ -1028,8 +1028,13 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		break;
 	case RX_SNIFF_OTHER:
 	default:
+		/* Not HTTP (TLS, a database protocol, a raw stream): the
+		 * connection succeeded, and there is no request/response
+		 * framing to find calls in, so every later write would
+		 * otherwise start a call of its own. Stop tracking, as after
+		 * an upgrade (ADR-147). */
 		v = RX_SUCCESS;
-		next = RX_FD_IDLE;
+		next = RX_FD_DONE;
 		break;
 	}
 	/* Any later call on this connection reuses it (ADR-149). */
