@@ -18,6 +18,7 @@ rx_need git python3
 [ -x "$(git --exec-path)/git-http-backend" ] ||
 	{ echo "SKIP: $RX_NAME: git http-backend is not installed"; exit 77; }
 rx_usable git || rx_pass "git cannot run in this build"
+rx_libcurl_tools_usable git-remote-http || rx_pass "skipped in this build"
 
 # A repository with two commits, served bare.
 export GIT_CONFIG_NOSYSTEM=1 HOME=$RX_TMP
