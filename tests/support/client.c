@@ -8,7 +8,7 @@
  * Usage:
  *   client --port N [--host 127.0.0.1] [--requests R] [--threads T]
  *          [--keepalive] [--path P] [--timeout-ms MS] [--interval-ms MS]
- *          [--duration-ms MS] [--error-pause-ms MS]
+ *          [--duration-ms MS] [--error-pause-ms MS] [--signal-io-ms MS]
  *          [--method M]
  *
  *   --requests R     requests per thread (default 1)
@@ -28,6 +28,13 @@
  *   --error-pause-ms MS after a failed request, pause MS before the next
  *                    (a caller that backs off instead of spinning on a
  *                    refusal); default 0
+ *   --signal-io-ms MS every MS, send SIGUSR1 to every worker thread still
+ *                    running; the handler (SA_RESTART) does I/O to the
+ *                    same destination: socket, a non-blocking connect,
+ *                    close.
+ *                    A shim must not deadlock when a thread is interrupted
+ *                    inside it (waiting for a slot, holding a lock). At
+ *                    the end, `signals=N handled=N` goes to stderr.
  *   --method M       request method (default GET)
  *
  * Output: one line per request, flushed, in completion order:
@@ -48,6 +55,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +76,10 @@ static long timeout_ms;
 static long interval_ms;
 static long duration_ms;
 static long error_pause_ms;
+static long signal_io_ms;
+static struct sockaddr_in signal_sa;
+static atomic_long signals_handled;
+static atomic_int workers_done;
 static struct timespec t0;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 /*
@@ -273,6 +285,39 @@ static int read_response(int fd, int *err, int *server_close)
 	return status;
 }
 
+/* SIGUSR1: I/O to the destination under test, async-signal-safe calls
+ * only (socket, connect, close); errno is kept for the interrupted code. */
+static void on_signal_io(int sig)
+{
+	int saved = errno, fd;
+	(void)sig;
+	/* Non-blocking: a handler must not itself wait for a slot. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (fd >= 0) {
+		(void)connect(fd, (struct sockaddr *)&signal_sa,
+			      sizeof signal_sa);
+		close(fd);
+	}
+	atomic_fetch_add(&signals_handled, 1);
+	errno = saved;
+}
+
+/* Interrupt every worker every signal_io_ms until all are done. */
+static void *signaller(void *arg)
+{
+	pthread_t *th = arg;
+	long sent = 0, i;
+	struct timespec ts = {signal_io_ms / 1000,
+			      (signal_io_ms % 1000) * 1000000L};
+	while (atomic_load(&workers_done) < threads) {
+		nanosleep(&ts, NULL);
+		for (i = 0; i < threads; i++)
+			if (pthread_kill(th[i], SIGUSR1) == 0)
+				sent++;
+	}
+	return (void *)sent;
+}
+
 static void *worker(void *arg)
 {
 	long id = (long)arg, r;
@@ -339,6 +384,7 @@ static void *worker(void *arg)
 	}
 	if (fd >= 0)
 		close(fd);
+	atomic_fetch_add(&workers_done, 1);
 	return NULL;
 }
 
@@ -399,6 +445,8 @@ int main(int argc, char **argv)
 			duration_ms = num(a, v, 0, 3600000);
 		else if (!strcmp(a, "--error-pause-ms"))
 			error_pause_ms = num(a, v, 0, 3600000);
+		else if (!strcmp(a, "--signal-io-ms"))
+			signal_io_ms = num(a, v, 1, 3600000);
 		else {
 			fprintf(stderr, "client: unknown option %s\n", a);
 			return 2;
@@ -413,13 +461,40 @@ int main(int argc, char **argv)
 	th = calloc((size_t)threads, sizeof *th);
 	if (!th)
 		return 1;
+	if (signal_io_ms > 0) {
+		struct sigaction act;
+		memset(&act, 0, sizeof act);
+		act.sa_handler = on_signal_io;
+		act.sa_flags = SA_RESTART;
+		sigemptyset(&act.sa_mask);
+		sigaction(SIGUSR1, &act, NULL);
+		signal_sa.sin_family = AF_INET;
+		signal_sa.sin_port = htons((unsigned short)port);
+		inet_pton(AF_INET, host, &signal_sa.sin_addr);
+	}
 	for (i = 0; i < threads; i++)
 		if (pthread_create(&th[i], NULL, worker, (void *)i) != 0) {
 			fprintf(stderr, "client: pthread_create failed\n");
 			return 1;
 		}
-	for (i = 0; i < threads; i++)
-		pthread_join(th[i], NULL);
+	if (signal_io_ms > 0) {
+		pthread_t sig;
+		void *sent = NULL;
+		if (pthread_create(&sig, NULL, signaller, th) != 0) {
+			fprintf(stderr, "client: pthread_create failed\n");
+			return 1;
+		}
+		/* The signaller stops once every worker is done; join it
+		 * first, so it never signals a thread already joined. */
+		pthread_join(sig, &sent);
+		for (i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+		fprintf(stderr, "signals=%ld handled=%ld\n", (long)sent,
+			atomic_load(&signals_handled));
+	} else {
+		for (i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+	}
 	free(th);
 	return 0;
 }
