@@ -708,8 +708,43 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 	case F_METRICS_INTERVAL_MS:
 		u = cfg->metrics_interval_ms;
 		break;
+	case F_INCLUDE:
+		if (cfg->include.count > 0)
+			return false; /* the caller shows the list as set */
+		s = "unset (every destination)";
+		break;
+	case F_EXCLUDE:
+		if (cfg->exclude.count > 0)
+			return false;
+		s = "unset (port 53 only)";
+		break;
 	case F_KEY:
 		s = cfg->key_host ? "host" : "ip";
+		break;
+	case F_LIMITER:
+		s = cfg->guard.limiter_on ? rx_limiter_algorithm_name(
+						cfg->guard.limiter.algorithm)
+					  : "off";
+		break;
+	case F_LIMIT_MIN:
+		u = cfg->guard.limiter.min_limit;
+		break;
+	case F_LIMIT_MAX:
+		u = cfg->guard.limiter.max_limit;
+		break;
+	case F_LIMIT_INITIAL:
+		u = cfg->guard.limiter.initial_limit;
+		break;
+	case F_QUEUE_TIMEOUT_MS:
+		u = cfg->queue_timeout_ms;
+		break;
+	case F_LIMIT_STALE_MS:
+		u = cfg->guard.limiter.stale_ms;
+		break;
+	case F_CURL_KEY:
+		s = cfg->curl_key == 1	 ? "endpoint"
+		    : cfg->curl_key == 2 ? "origin"
+					 : "host";
 		break;
 	case F_TIMEOUT_MS:
 		if (cfg->timeout_ms == 0)
