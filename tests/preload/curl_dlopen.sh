@@ -1,0 +1,36 @@
+#!/bin/bash
+# curl_dlopen.sh - libcurl loaded late, by dlopen(RTLD_LOCAL) of a plugin
+# that links it, in a program that never linked libcurl (ADR-150). The
+# plugin's calls reach the shim's curl_easy_* first (the global scope is
+# searched before the plugin's own), and the shim finds the real libcurl
+# although dlsym(RTLD_NEXT) cannot see a RTLD_LOCAL library: the curl
+# layer guards the transfers as for any libcurl program - 500s trip the
+# breaker, later transfers are refused with the error buffer line, and
+# each request is settled once, at the curl layer.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/curl_lib.sh"
+rx_require_build
+DL=$RESILIX_BUILDDIR/tests/support/curl_dlopen
+PLUGIN=$RESILIX_BUILDDIR/tests/support/.libs/curl_plugin.so
+if [ ! -x "$DL" ] || [ ! -f "$PLUGIN" ]; then
+	echo "SKIP: $RX_NAME: built without libcurl"
+	exit 77
+fi
+rx_curl_client_usable || rx_pass "libcurl programs cannot run in this build"
+
+MIN=5 N=15
+rx_upstream_start d --phases 0:status:500
+out=$RX_TMP/d.out err=$RX_TMP/d.err
+rx_dump_on_fail "$out" "$err"
+rx_shim RESILIX_LOG=debug RESILIX_MIN_CALLS=$MIN RESILIX_FAILURE_RATE=0.5 \
+	RESILIX_CONSECUTIVE_BACKSTOP=0 RESILIX_OPEN_MS=30000 \
+	"$DL" "$PLUGIN" $N "http://127.0.0.1:$RX_PORT/p" >"$out" 2>"$err" ||
+	rx_fail "curl_dlopen exit status $?"
+rx_assert_eq "transfers" $N "$(wc -l <"$out" | tr -d ' ')"
+rx_assert_eq "answered 500" $MIN "$(awk '$2 == 0 && $3 == 500' "$out" | wc -l | tr -d ' ')"
+rx_assert_eq "refused by the curl layer, with its message" $((N - MIN)) \
+	"$(grep -c "^[0-9]* 7 0 resilix: circuit open for 127.0.0.1:$RX_PORT, retry in" "$out")"
+rx_assert_eq "requests upstream" $MIN "$(rx_count d)"
+rx_assert_eq "settlements (all, at=curl)" "$MIN $MIN" \
+	"$(rx_settles "$err") $(rx_settles "$err" curl)"
+rx_pass
