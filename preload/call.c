@@ -73,11 +73,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -106,8 +106,8 @@ static struct rx_lock *guard_locks; /* cfg.registry.max_keys of them */
  */
 struct key_wait {
 	_Atomic uint32_t wake_seq;
-	uint32_t logged_limit;	/* last limit logged, 0 = none yet */
-	uint64_t logged_ns;	/* when it was logged */
+	uint32_t logged_limit; /* last limit logged, 0 = none yet */
+	uint64_t logged_ns;    /* when it was logged */
 };
 static struct key_wait *key_waits; /* cfg.registry.max_keys of them */
 
@@ -393,8 +393,8 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 	deadline = start + bound_ms * RX_NS_PER_MS;
 
 	for (;;) {
-		uint32_t seq = atomic_load_explicit(&kw->wake_seq,
-						    memory_order_acquire);
+		uint32_t seq =
+		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
 		struct watch w;
 
 		ctx.now_ns = *now;
@@ -405,12 +405,12 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		rx__unlock(l);
 		watch_log(&w, g);
 		if (d == RX_ADMIT) {
+			uint64_t waited_ms = (*now - start) / RX_NS_PER_MS;
+
 			rx__log(RX_LOG_DEBUG,
 				"key=%s event=admitted-after-wait "
 				"waited_ms=%llu at=%s",
-				key_of(g),
-				(unsigned long long)((*now - start) /
-						     RX_NS_PER_MS),
+				key_of(g), (unsigned long long)waited_ms,
 				where);
 			return true;
 		}
@@ -489,7 +489,8 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 /*
  * Has @g's limit moved since it was last logged, and may it be logged now
  * (at most once per LIMIT_LOG_NS per key, ADR-138)? Then fills @ls. A
- * key starts from its initial limit. Caller holds @g's lock. O(1); a load and a compare when nothing moved.
+ * key starts from its initial limit. Caller holds @g's lock. O(1); a
+ * load and a compare when nothing moved.
  */
 static bool limit_changed(struct rx_guard *g, uint64_t now,
 			  struct rx_limiter_stats *ls)

@@ -284,13 +284,13 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			} else {
 				/* A real refusal: only refusal counters may
 				 * move, and they stay ahead of B's by it. */
-				size_t na = f->stats(sa, now, after,
-						     CONF_STATS_MAX);
+				size_t na =
+				    f->stats(sa, now, after, CONF_STATS_MAX);
 				CU_ASSERT_EQUAL_FATAL(na, nb);
 				for (size_t i = 0; i < na && i < 64; i++)
 					if (f->refusal_stats >> i & 1)
-						offset[i] += after[i] -
-							     before[i];
+						offset[i] +=
+						    after[i] - before[i];
 			}
 		}
 
