@@ -127,14 +127,23 @@ static RX_TLS unsigned tls_rng_epoch;
  * Small helpers.
  * ---------------------------------------------------------------------- */
 
+/*
+ * The monotonic clock in ns, plus RX_CLOCK_OFFSET_NS (ADR-173): every time
+ * the core sees is this one. A snapshot hydrated from RESILIX_STATE_FILE
+ * places its ages against now_ns, and the core clamps an age older than
+ * the clock; just after boot the raw clock is younger than an hour-old
+ * window. The offset (2^62 ns, 146 years; 2^64 is 584) keeps every age
+ * whole. Nothing in the shim uses the raw value: only differences, and
+ * the core.
+ */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
+		return RX_CLOCK_OFFSET_NS;
 	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
-	       (uint64_t)ts.tv_nsec;
+	       (uint64_t)ts.tv_nsec + RX_CLOCK_OFFSET_NS;
 }
 
 bool rx__ready(void)
@@ -529,6 +538,7 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.latency_us =
 	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
 	obs.now_ns = now;
+	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
 	watch_begin(&w, g, now);
 	rx_guard_settle(g, permit, &obs);
@@ -1398,6 +1408,8 @@ static int init_once(void)
 		return INIT_OFF;
 	}
 	rx__metrics_setup(&cfg, registry, &registry_lock, guard_locks);
+	/* Hydrate before the first guarded call (ADR-170). */
+	rx__state_setup(&cfg, registry, &registry_lock, guard_locks);
 	/* Debug, not info: a shell script under the shim starts many
 	 * processes, and info is for what the breakers do. */
 	b = &cfg.guard.breaker;

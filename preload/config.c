@@ -71,6 +71,7 @@ enum field {
 	F_QUEUE_TIMEOUT_MS,
 	F_LIMIT_STALE_MS,
 	F_CURL_KEY,
+	F_STATE_FILE,
 	F_COUNT
 };
 
@@ -143,6 +144,9 @@ static const struct var vars[] = {
     /* The curl layer's keys (curl.c; ADR-154). */
     {"RESILIX_CURL_KEY", F_CURL_KEY, K_CURL_KEY, 0, 0,
      "host, endpoint or origin"},
+    /* State across processes (state.c; ADR-170 to ADR-174). */
+    {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
+     "a file path (not a directory)"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -157,7 +161,6 @@ static const char *const reserved[] = {
 	"RESILIX_BULKHEAD",
 	"RESILIX_RATE",
 	"RESILIX_THROTTLE_K",
-	"RESILIX_STATE_FILE",
 };
 
 /*
@@ -192,6 +195,7 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->log_level = RX_LOG_WARN;
 	cfg->log_file = NULL;
 	cfg->metrics_file = NULL;
+	cfg->state_file = NULL;
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
@@ -432,6 +436,8 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		if (value[0] != '\0') {
 			if (var->field == F_METRICS_FILE)
 				cfg->metrics_file = value;
+			else if (var->field == F_STATE_FILE)
+				cfg->state_file = value;
 			else
 				cfg->log_file = value;
 			return true;
@@ -707,6 +713,10 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 		break;
 	case F_METRICS_INTERVAL_MS:
 		u = cfg->metrics_interval_ms;
+		break;
+	case F_STATE_FILE:
+		s = cfg->state_file ? cfg->state_file
+				    : "unset (no state across processes)";
 		break;
 	case F_INCLUDE:
 		if (cfg->include.count > 0)

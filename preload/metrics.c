@@ -713,16 +713,6 @@ void rx__metrics_tick(uint64_t now_ns)
 	maybe_write(now_ns, false);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
-	       (uint64_t)ts.tv_nsec;
-}
-
 /* The last write, at exit (exit() or a return from main; not _exit or a
  * fatal signal, which run no destructors). */
 __attribute__((destructor)) static void metrics_at_exit(void)
@@ -731,5 +721,5 @@ __attribute__((destructor)) static void metrics_at_exit(void)
 	 * that runs the program also loads the shim, and exits after it -
 	 * its empty file would replace the program's (ADR-161). */
 	if (enabled && rx__ready() && atomic_load(&active))
-		maybe_write(mono_ns(), true);
+		maybe_write(rx__now_ns(), true); /* the core's clock */
 }

@@ -436,8 +436,11 @@ extern RX_TLS int rx__curl_active;
 /* The configuration in force (valid once rx__ready()). */
 const struct rx_config *rx__config(void);
 
-/* The monotonic clock in ns, and whether this process owns the state
- * (false in a vfork/posix_spawn child, which must pass through). */
+/* The monotonic clock in ns plus RX_CLOCK_OFFSET_NS (ADR-173; every
+ * now_ns handed to the core comes from here), and whether this process
+ * owns the state (false in a vfork/posix_spawn child, which must pass
+ * through). */
+#define RX_CLOCK_OFFSET_NS (UINT64_C(1) << 62)
 uint64_t rx__now_ns(void);
 bool rx__owner(void);
 
@@ -462,5 +465,23 @@ bool rx__key_admit(struct rx_guard *g, uint64_t now_ns,
 void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
 		    uint64_t now_ns, const char *at);
+
+/* ------------------------------------------------------------------------
+ * state.c - RESILIX_STATE_FILE (ADR-170 to ADR-174).
+ * ---------------------------------------------------------------------- */
+
+/*
+ * rx__state_setup - validate RESILIX_STATE_FILE, map the buffer and hydrate
+ * the file into @reg, which must be empty and not yet shared (start-up,
+ * before the shim is ready). Remembers @reg and its locks for the write
+ * at exit. Any failure is one line, then guarding without state. Not
+ * thread-safe (start-up only); the only allocation is one mmap.
+ */
+void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
+		     struct rx_lock *reg_lock, struct rx_lock *locks);
+
+/* rx__state_touched - a call settled: this process writes the file at
+ * exit. Thread-safe, O(1), one relaxed load once set. */
+void rx__state_touched(void);
 
 #endif

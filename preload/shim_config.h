@@ -84,6 +84,9 @@ struct rx_config {
 	uint64_t metrics_interval_ms; /* RESILIX_METRICS_INTERVAL_MS,
 					 default 5000 (ADR-160) */
 	enum rx_curl_key curl_key;    /* RESILIX_CURL_KEY, default host */
+	const char *state_file;	      /* RESILIX_STATE_FILE; NULL = none.
+					 Points into the environment array
+					 (ADR-170). */
 };
 
 /* What a diagnostic is. */

@@ -1,0 +1,428 @@
+/*
+ * preload/state.c - RESILIX_STATE_FILE: the registry carried across
+ * processes, so a shell loop of short-lived programs (curl, git, a cron
+ * job) learns what the previous runs learnt about an upstream.
+ *
+ * Design (ADR-170 to ADR-174). At start-up, right after the registry is
+ * created and before the shim is ready - so before the first guarded
+ * connect of even the shortest process - the file is read and hydrated
+ * with the core's rx_snapshot_hydrate (src/snapshot.c: ages plus a
+ * wall-clock stamp, validated whole before anything is applied). At exit,
+ * a destructor takes every lock of the shim for the few microseconds
+ * rx_snapshot_write needs to serialise the registry into a buffer, drops
+ * them, and replaces the file: a temporary file in the same directory
+ * (O_CLOEXEC, O_NOFOLLOW, mode 0600), then rename(2), so a reader sees
+ * the old file or the new one and never half of one.
+ *
+ * Locking. Readers take flock(LOCK_SH) and writers flock(LOCK_EX) on a
+ * sibling file "<path>.lock" (the state file itself cannot carry the lock:
+ * rename replaces its inode under a holder). A lock that cannot be had
+ * within LOCK_WAIT_MS (a holder stopped in a debugger) is skipped with a
+ * warning: the rename keeps the file whole without it, and a program must
+ * never hang at start or exit because of a cache.
+ *
+ * Concurrency: last writer wins (ADR-171). Each writer replaces the file
+ * with its own registry, which is the state it hydrated plus what it
+ * learnt since. Processes that overlap lose each other's learning, never
+ * the file's integrity. Only a process in which a call settled writes:
+ * the shell, `env` or `timeout` that starts the program loads the shim
+ * too, exits after it, and must not put back the state it read before
+ * its child learnt anything. Only the process that started the shim
+ * writes; a child forked without exec holds a copy and leaves the file to
+ * its parent (an exec'd child loads a fresh shim and takes part itself).
+ *
+ * Failures never crash and never stop guarding (ADR-172). A missing file
+ * is the first run: nothing is said. A file that cannot be read, or that
+ * the core rejects (corrupt, truncated, future version, too large), gives
+ * one warning naming the file and the reason, the process starts empty,
+ * and its exit writes a good file over the bad one. A path that is a
+ * directory, or whose directory refuses the lock file, gives one line at
+ * start; the process then guards without state and never touches the
+ * path again. Setuid and setgid programs (AT_SECURE) and RESILIX_DISABLE
+ * do no state I/O at all.
+ *
+ * Memory and calls (ADR-173). The buffer is mapped once at start-up
+ * (MAP_NORESERVE: pages are committed only as a snapshot touches them),
+ * sized for the largest snapshot this configuration can produce, at most
+ * STATE_MAX_BYTES. File I/O uses open, flock, fstat, rename and unlink
+ * (not interposed by the shim) and rx__real_read/write/close; every fd is
+ * closed before the function returns, so the host never sees one. Exits
+ * that run no destructors (_exit, a fatal signal, exec) write nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "resilix/snapshot.h"
+#include "shim.h"
+
+/* The largest snapshot kept: beyond it, the file is "too large". */
+#define STATE_MAX_BYTES ((size_t)64 << 20)
+/* The smallest buffer: a file written under a larger window still fits. */
+#define STATE_MIN_BYTES ((size_t)1 << 20)
+/* How long start-up or exit waits for the lock file (ms). */
+#define LOCK_WAIT_MS 200
+/* Tries at each lock of the shim at exit before giving up the write. */
+#define EXIT_LOCK_TRIES 100000
+
+static bool enabled;
+static struct rx_registry *registry;
+static struct rx_lock *registry_lock;
+static struct rx_lock *guard_locks;
+static uint32_t max_keys;
+static unsigned char *buf;
+static size_t buf_bytes;
+static pid_t writer_pid;
+static atomic_bool touched; /* a call settled in this process */
+static char path[PATH_MAX];
+static char lock_path[PATH_MAX];
+static char tmp_path[PATH_MAX];
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)ts.tv_nsec;
+}
+
+static const char *errno_name(int err)
+{
+	const char *name = strerrorname_np(err);
+
+	return name ? name : "?";
+}
+
+/* One warning about the file: @op failed because of @reason. */
+static void warn(const char *event, const char *op, const char *reason)
+{
+	rx__log(RX_LOG_WARN,
+		"event=%s op=%s reason=\"%s\" file=\"%.200s\"", event, op,
+		reason, path);
+}
+
+/*
+ * Open and lock "<path>.lock" (@how: LOCK_SH or LOCK_EX), waiting at most
+ * LOCK_WAIT_MS. Returns the fd (caller closes it, which unlocks), -2 when
+ * the lock was not had in time (fd closed; the caller goes on unlocked),
+ * or -1 with errno when the lock file cannot be opened.
+ */
+static int take_lock(int how)
+{
+	struct timespec ms = {0, 1000000};
+	int fd, i;
+
+	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	for (i = 0; i <= LOCK_WAIT_MS; i++) {
+		if (flock(fd, how | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	rx__real_close(fd);
+	warn("state-lock-timeout", how == LOCK_EX ? "write" : "read",
+	     "lock not had in time; going on without it");
+	return -2;
+}
+
+static void drop_lock(int fd)
+{
+	if (fd >= 0)
+		rx__real_close(fd); /* releases the flock */
+}
+
+/*
+ * Read the file into buf. Returns its length (0 for an empty file, which
+ * the core rejects as truncated), -2 when it does not exist (the first
+ * run: silent), or -1 after one warning.
+ */
+static ssize_t read_file(void)
+{
+	struct stat st;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	/* O_NONBLOCK: a FIFO put in the file's place must not hang us. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -2;
+		warn("state-file-ignored", "open", errno_name(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		rx__real_close(fd);
+		warn("state-file-ignored", "open", "not a regular file");
+		return -1;
+	}
+	/* Read one byte past the buffer, so a file too large is seen as
+	 * such even if it grew after fstat. */
+	for (;;) {
+		if (len == buf_bytes) {
+			char extra;
+
+			n = rx__real_read(fd, &extra, 1);
+			if (n == 0)
+				break;
+			if (n < 0 && errno == EINTR)
+				continue;
+			rx__real_close(fd);
+			if (n > 0)
+				warn("state-file-ignored", "read",
+				     "larger than the state buffer");
+			else
+				warn("state-file-ignored", "read",
+				     errno_name(errno));
+			return -1;
+		}
+		n = rx__real_read(fd, buf + len, buf_bytes - len);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rx__real_close(fd);
+			warn("state-file-ignored", "read", errno_name(errno));
+			return -1;
+		}
+		len += (size_t)n;
+	}
+	rx__real_close(fd);
+	return (ssize_t)len;
+}
+
+/* Build "<path><suffix>" into @out. */
+static bool sibling(char *out, size_t size, const char *suffix, long pid)
+{
+	int n = pid ? snprintf(out, size, "%s%s%ld", path, suffix, pid)
+		    : snprintf(out, size, "%s%s", path, suffix);
+
+	return n > 0 && (size_t)n < size;
+}
+
+void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
+		     struct rx_lock *reg_lock, struct rx_lock *locks)
+{
+	const struct rx_breaker_config *b = &cfg->guard.breaker;
+	size_t entry, want;
+	struct stat st;
+	ssize_t len;
+	void *p;
+	int fd, rc;
+	char line[PATH_MAX + 160];
+
+	if (!cfg->state_file || getauxval(AT_SECURE))
+		return;
+	if (strlen(cfg->state_file) >= sizeof(path) - 24) {
+		rx__log_plain("RESILIX_STATE_FILE is too long; guarding goes "
+			      "on without state across processes");
+		return;
+	}
+	strcpy(path, cfg->state_file);
+	writer_pid = getpid();
+	if (!sibling(lock_path, sizeof(lock_path), ".lock", 0) ||
+	    !sibling(tmp_path, sizeof(tmp_path), ".tmp.", (long)writer_pid))
+		return; /* cannot happen: the length was checked */
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(line, sizeof(line),
+			 "RESILIX_STATE_FILE=\"%.200s\" is a directory; "
+			 "guarding goes on without state across processes",
+			 path);
+		rx__log_plain(line);
+		return;
+	}
+
+	/* The largest snapshot this configuration can write: every key
+	 * with a full window, plus header and trailer. */
+	entry = 2 + RX_KEY_MAX + 34 + (size_t)b->window_calls * 9;
+	want = 36;
+	if (entry != 0 && cfg->registry.max_keys > (STATE_MAX_BYTES - want) /
+						      entry)
+		want = STATE_MAX_BYTES;
+	else
+		want += (size_t)cfg->registry.max_keys * entry;
+	if (want < STATE_MIN_BYTES)
+		want = STATE_MIN_BYTES;
+	p = mmap(NULL, want, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		rx__log_plain("cannot map the state buffer; guarding goes on "
+			      "without state across processes");
+		return;
+	}
+	buf = p;
+	buf_bytes = want;
+
+	fd = take_lock(LOCK_SH);
+	if (fd == -1) {
+		snprintf(line, sizeof(line),
+			 "RESILIX_STATE_FILE=\"%.200s\": cannot open "
+			 "\"%.200s.lock\" (%s); guarding goes on without "
+			 "state across processes",
+			 path, path, errno_name(errno));
+		rx__log_plain(line);
+		munmap(buf, buf_bytes);
+		buf = NULL;
+		return;
+	}
+	len = read_file();
+	drop_lock(fd);
+	if (len >= 0) {
+		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, rx__now_ns(),
+					 wall_ns());
+		if (rc != RX_OK)
+			warn("state-file-ignored", "hydrate", rx_strerror(rc));
+		else
+			rx__log(RX_LOG_DEBUG,
+				"event=state-hydrated keys=%u bytes=%zd "
+				"file=\"%.200s\"",
+				rx_registry_count(reg), len, path);
+	}
+	registry = reg;
+	registry_lock = reg_lock;
+	guard_locks = locks;
+	max_keys = cfg->registry.max_keys;
+	enabled = true;
+}
+
+void rx__state_touched(void)
+{
+	if (!atomic_load_explicit(&touched, memory_order_relaxed))
+		atomic_store_explicit(&touched, true, memory_order_relaxed);
+}
+
+/* Take @l, trying a bounded number of times: exit may run in a signal
+ * handler that interrupted this very thread inside a critical section. */
+static bool try_lock(struct rx_lock *l)
+{
+	unsigned i;
+
+	for (i = 0; i < EXIT_LOCK_TRIES; i++) {
+		if (!atomic_exchange_explicit(&l->held, 1,
+					      memory_order_acquire))
+			return true;
+		if (i % 128 == 127)
+			sched_yield();
+	}
+	return false;
+}
+
+/* Serialise the registry into buf under every lock of the shim (guard
+ * locks, then the registry lock: the fork handler's order). Returns the
+ * length, or 0 when the locks could not be had or the buffer is short. */
+static size_t snapshot(void)
+{
+	size_t len = 0;
+	uint32_t i, got;
+	int rc = RX_OK;
+
+	for (got = 0; got < max_keys; got++)
+		if (!try_lock(&guard_locks[got]))
+			break;
+	if (got == max_keys && try_lock(registry_lock)) {
+		rc = rx_snapshot_write(registry, rx__now_ns(), wall_ns(), buf,
+				       buf_bytes, &len);
+		rx__unlock(registry_lock);
+	} else {
+		rc = RX_EINVAL;
+	}
+	for (i = 0; i < got; i++)
+		rx__unlock(&guard_locks[i]);
+	if (rc == RX_ENOSPC)
+		warn("state-write-failed", "snapshot",
+		     "larger than the state buffer");
+	else if (rc != RX_OK)
+		warn("state-write-failed", "snapshot", "shim locks busy at exit");
+	return rc == RX_OK ? len : 0;
+}
+
+/* Write buf[0..len) to the temporary file and rename it over the state
+ * file. Returns the failing operation's name, or NULL. */
+static const char *replace_file(size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(tmp_path,
+		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return "open";
+	while (off < len) {
+		n = rx__real_write(fd, buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : ENOSPC;
+
+			rx__real_close(fd);
+			unlink(tmp_path);
+			errno = err;
+			return "write";
+		}
+		off += (size_t)n;
+	}
+	if (rx__real_close(fd) != 0 && errno != EINTR) {
+		unlink(tmp_path);
+		return "close";
+	}
+	if (rename(tmp_path, path) != 0) {
+		int err = errno;
+
+		unlink(tmp_path);
+		errno = err;
+		return "rename";
+	}
+	return NULL;
+}
+
+/* The snapshot at exit (exit() or a return from main). */
+__attribute__((destructor)) static void state_at_exit(void)
+{
+	int saved = errno;
+	int inside = rx__inside;
+	const char *failed;
+	size_t len;
+	int fd;
+
+	if (!enabled || !rx__ready() || getpid() != writer_pid ||
+	    !atomic_load(&touched))
+		return;
+	rx__inside = 1; /* our own I/O passes through the shim */
+	len = snapshot();
+	if (len > 0) {
+		fd = take_lock(LOCK_EX);
+		if (fd == -1) {
+			warn("state-write-failed", "lock", errno_name(errno));
+		} else {
+			failed = replace_file(len);
+			if (failed)
+				warn("state-write-failed", failed,
+				     errno_name(errno));
+			else
+				rx__log(RX_LOG_DEBUG,
+					"event=state-written bytes=%zu "
+					"file=\"%.200s\"",
+					len, path);
+			drop_lock(fd);
+		}
+	}
+	rx__inside = inside;
+	errno = saved;
+}

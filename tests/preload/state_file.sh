@@ -1,0 +1,247 @@
+#!/bin/bash
+# state_file.sh - RESILIX_STATE_FILE carries the breaker across processes
+# (ADR-170 to ADR-174).
+#
+# 1. A shell loop of separate short processes (the C client with
+#    --requests 1, then curl), one call each, against a dead upstream (a
+#    closed port): the failures add up across processes, so the backstop
+#    trips once, in the BACKSTOP-th process. Then a listener starts on the
+#    port, and every following process fails fast (ECONNREFUSED / curl exit
+#    7) while the listener accepts nothing, until the open time has passed:
+#    then one probe reaches it, the circuit closes, calls succeed.
+#    Without the state file no process would ever trip (one call each).
+# 2. A wrapper (bash -c) that loads the shim but guards no call does not
+#    write back the state it read before its child learnt something.
+# 3. A corrupt, truncated, empty, future-version or non-regular state file:
+#    one warning naming the file and the reason, normal guarding, and a
+#    good file written at exit. A missing file is silent.
+# 4. A directory or an unusable directory as RESILIX_STATE_FILE: one line,
+#    guarding goes on without state. RESILIX_DISABLE: no state I/O.
+# 5. Eight processes at once, three times: the file stays whole, no
+#    temporary file is left behind, no fd of ours stays open in the host.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+
+BACKSTOP=3
+OPEN=3000
+guard=(RESILIX_LOG=info RESILIX_CONSECUTIVE_BACKSTOP=$BACKSTOP
+	RESILIX_MIN_CALLS=100 RESILIX_WINDOW_CALLS=200
+	RESILIX_WINDOW_MAX_AGE_MS=60000 RESILIX_OPEN_MS=$OPEN)
+
+# one KIND STATE PORT: one guarded process making one call; appends its
+# result line to $out and its stderr to $err. client lines are the
+# client's ("0 <start_ms> <latency_us> <status> <errno|OK> <reached>"),
+# curl lines "<http_code> <exitcode> <time_total_s>".
+one() {
+	local kind=$1 state=$2 port=$3
+	if [ "$kind" = client ]; then
+		rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" \
+			"$CLIENT" --port "$port" --requests 1 >>"$out" 2>>"$err"
+	else
+		rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" \
+			curl -s -o /dev/null --max-time 5 \
+			-w '%{http_code} %{exitcode} %{time_total}\n' \
+			"http://127.0.0.1:$port/" >>"$out" 2>>"$err"
+		# curl's own exit status is the call's outcome (7: could not
+		# connect); only a timeout or a crash fails the process.
+		[ $? -lt 124 ]
+	fi
+}
+
+# failed_fast KIND LINE: the call failed to connect, in under 50 ms.
+failed_fast() {
+	if [ "$1" = client ]; then
+		echo "$2" | awk '$4 == 0 && $5 == "ECONNREFUSED" && $6 == 0 &&
+			$3 < 50000 { ok = 1 } END { exit !ok }'
+	else
+		echo "$2" | awk '$1 == "000" && $2 == 7 && $3 < 0.05 { ok = 1 }
+			END { exit !ok }'
+	fi
+}
+
+succeeded() {
+	if [ "$1" = client ]; then
+		echo "$2" | grep -q ' 200 OK 1$'
+	else
+		case $2 in "200 0 "*) return 0 ;; esac
+		return 1
+	fi
+}
+
+# --- 1. a shell loop of short processes against a dead upstream -------------
+loop_case() {
+	local kind=$1 state=$RX_TMP/$1.state i n t_trip line
+	out=$RX_TMP/$kind.out err=$RX_TMP/$kind.err
+	: >"$out"
+	: >"$err"
+	rx_dump_on_fail "$out" "$err"
+	PORT=$(rx_free_port)
+	rx_log "$kind: dead port $PORT"
+	for i in $(seq 1 $BACKSTOP); do
+		rx_assert_eq "$kind: no trip before process $i" 0 \
+			"$(rx_count_to open "$err")"
+		one "$kind" "$state" "$PORT" || rx_fail "$kind: process $i failed"
+	done
+	t_trip=$(rx_now_ms)
+	rx_assert_eq "$kind: process $BACKSTOP tripped the backstop" 1 \
+		"$(rx_count_to open "$err")"
+	rx_assert_grep "$kind: trip reason is the backstop" \
+		'to=open .*reason=consecutive-failures' "$err"
+	rx_assert_eq "$kind: the first $BACKSTOP processes all failed" \
+		"$BACKSTOP" "$(wc -l <"$out" | tr -d ' ')"
+
+	# The port is alive again, but the circuit is open.
+	rx_upstream_start "$kind" --port "$PORT" --phases 0:ok:0
+	n=0
+	while [ "$(rx_now_ms)" -lt $((t_trip + OPEN - 700)) ] && [ $n -lt 40 ]; do
+		one "$kind" "$state" "$PORT" || rx_fail "$kind: process failed"
+		line=$(tail -n 1 "$out")
+		failed_fast "$kind" "$line" ||
+			rx_fail "$kind: process $((n + BACKSTOP + 1)) did not fail fast: $line"
+		n=$((n + 1))
+		sleep 0.1
+	done
+	rx_assert_ge "$kind: processes refused while open" "$n" 5
+	rx_assert_eq "$kind: connections the listener accepted meanwhile" 0 \
+		"$(rx_accepts "$kind")"
+
+	# The open time passes: the next process probes, and closes it.
+	while [ "$(rx_now_ms)" -lt $((t_trip + OPEN + 300)) ]; do
+		sleep 0.05
+	done
+	for i in 1 2; do
+		one "$kind" "$state" "$PORT" || rx_fail "$kind: process failed"
+		line=$(tail -n 1 "$out")
+		succeeded "$kind" "$line" ||
+			rx_fail "$kind: call $i after the open time failed: $line"
+	done
+	rx_assert_eq "$kind: requests that reached the upstream" 2 \
+		"$(rx_count "$kind" 200)"
+	rx_assert_eq "$kind: transitions over all processes" \
+		"closed>open half-open>closed" \
+		"$(rx_transitions "$err" | sed 's/half_open/half-open/g' | paste -sd' ')"
+	rx_assert_no_grep "$kind: no state warning" 'event=state-' "$err"
+	rx_upstream_stop "$kind"
+}
+
+loop_case client
+if rx_usable curl && command -v curl >/dev/null 2>&1; then
+	loop_case curl
+fi
+
+# --- 2. a wrapper that guards nothing writes nothing --------------------------
+out=$RX_TMP/wrap.out err=$RX_TMP/wrap.err
+: >"$out"
+: >"$err"
+state=$RX_TMP/wrap.state
+PORT=$(rx_free_port)
+one client "$state" "$PORT"
+# bash forks the client (the `; true` keeps it from exec'ing it), the
+# client writes 2 failures, then bash exits: it must not put back the 1 it
+# read. If it did, the next process would not trip.
+rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" bash -c \
+	"'$CLIENT' --port $PORT --requests 1 >>'$out'; true" 2>>"$err"
+rx_assert_eq "wrapper: no trip after 2 processes" 0 "$(rx_count_to open "$err")"
+one client "$state" "$PORT"
+rx_assert_eq "wrapper: the third process tripped" 1 "$(rx_count_to open "$err")"
+
+# --- 3. bad state files ------------------------------------------------------
+rx_upstream_start good --phases 0:ok:0
+GOOD=$RX_PORT
+good_state=$RX_TMP/good.state
+out=$RX_TMP/good.out err=$RX_TMP/good.err
+: >"$err"
+one client "$good_state" "$GOOD"
+rx_assert_eq "a missing state file is silent" "" "$(cat "$err")"
+rx_assert_eq "the state file is a snapshot" RXSN "$(head -c 4 "$good_state")"
+rx_assert_eq "the state file's mode" 600 "$(stat -c %a "$good_state")"
+size=$(stat -c %s "$good_state")
+
+# bad_case NAME: $RX_TMP/NAME.state was spoilt; expect one warning naming
+# it with REASON, a normal call, and a good file afterwards.
+bad_case() {
+	local name=$1 reason=$2 state=$RX_TMP/$1.state
+	out=$RX_TMP/$name.out err=$RX_TMP/$name.err
+	: >"$out"
+	: >"$err"
+	rx_dump_on_fail "$err"
+	one client "$state" "$GOOD"
+	rx_assert_eq "$name: warnings" 1 "$(grep -c 'level=warn' "$err")"
+	rx_assert_grep "$name: the warning names the file and the reason" \
+		"event=state-file-ignored .*reason=\"$reason\" file=\"$state\"" "$err"
+	rx_assert_grep "$name: the call went through" ' 200 OK 1$' "$out"
+	rx_assert_eq "$name: a good file was written at exit" RXSN \
+		"$(head -c 4 "$state")"
+	: >"$err"
+	one client "$state" "$GOOD"
+	rx_assert_eq "$name: the next process reads it silently" "" "$(cat "$err")"
+}
+
+head -c 3000 /dev/urandom >"$RX_TMP/random.state"
+bad_case random 'serialised data is malformed or truncated'
+head -c $((size - 7)) "$good_state" >"$RX_TMP/truncated.state"
+bad_case truncated 'serialised data is malformed or truncated'
+: >"$RX_TMP/empty.state"
+bad_case empty 'serialised data is malformed or truncated'
+cp "$good_state" "$RX_TMP/future.state"
+printf '\011' | dd of="$RX_TMP/future.state" bs=1 seek=4 conv=notrunc 2>/dev/null
+bad_case future 'serialised data has an unsupported version'
+mkfifo "$RX_TMP/fifo.state"
+bad_case fifo 'not a regular file'
+
+# --- 4. unusable paths, RESILIX_DISABLE ---------------------------------------
+out=$RX_TMP/paths.out err=$RX_TMP/paths.err
+: >"$out"
+mkdir "$RX_TMP/adir"
+rx_shim "${guard[@]}" RESILIX_STATE_FILE="$RX_TMP/adir" \
+	"$CLIENT" --port "$GOOD" --requests 1 >>"$out" 2>"$err"
+rx_assert_eq "directory: one line" 1 "$(wc -l <"$err" | tr -d ' ')"
+rx_assert_grep "directory: it says so" 'is a directory; guarding goes on' "$err"
+rx_assert_eq "directory: left alone" "" "$(ls -A "$RX_TMP/adir")"
+rx_shim "${guard[@]}" RESILIX_STATE_FILE="$RX_TMP/nodir/state" \
+	"$CLIENT" --port "$GOOD" --requests 1 >>"$out" 2>"$err"
+rx_assert_eq "missing directory: one line" 1 "$(wc -l <"$err" | tr -d ' ')"
+rx_assert_grep "missing directory: it says so" \
+	'cannot open .*nodir/state.lock.*ENOENT.*without state' "$err"
+rx_assert_eq "both calls went through, guarded" 2 "$(grep -c ' 200 OK 1$' "$out")"
+head -c 100 /dev/urandom >"$RX_TMP/disabled.state"
+cp "$RX_TMP/disabled.state" "$RX_TMP/disabled.copy"
+rx_shim RESILIX_DISABLE=1 RESILIX_STATE_FILE="$RX_TMP/disabled.state" \
+	"$CLIENT" --port "$GOOD" --requests 1 >/dev/null 2>"$err"
+rx_assert_eq "RESILIX_DISABLE: silent" "" "$(cat "$err")"
+cmp -s "$RX_TMP/disabled.state" "$RX_TMP/disabled.copy" ||
+	rx_fail "RESILIX_DISABLE: the state file was touched"
+rx_log "ok: RESILIX_DISABLE: the state file was not touched"
+
+# No fd of ours stays open in the host after start-up.
+fds=$(rx_shim RESILIX_STATE_FILE="$good_state" ls -l /proc/self/fd/ 2>&1)
+rx_assert_eq "fds on the state or lock file after start-up" 0 \
+	"$(echo "$fds" | grep -c "$good_state")"
+
+# --- 5. eight processes at once -----------------------------------------------
+state=$RX_TMP/par.state
+out=$RX_TMP/par.out err=$RX_TMP/par.err
+: >"$err"
+PORT=$(rx_free_port)
+for round in 1 2 3; do
+	pids=""
+	for i in $(seq 1 8); do
+		rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" \
+			--port "$PORT" --requests 1 >>"$out" 2>>"$err" &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p" || rx_fail "parallel: a process failed"
+	done
+	rx_assert_eq "parallel round $round: the file is a snapshot" RXSN \
+		"$(head -c 4 "$state")"
+done
+rx_assert_no_grep "parallel: no state warning" 'event=state-' "$err"
+rx_assert_eq "parallel: no temporary file left" "" \
+	"$(ls -A "$RX_TMP" | grep '^par\.state\.tmp')"
+grep -aq "127.0.0.1:$PORT" "$state" || rx_fail "parallel: the key is not in the file"
+: >"$err"
+one client "$state" "$PORT"
+rx_assert_no_grep "parallel: the next process reads it silently" \
+	'event=state-|level=warn' "$err"
+rx_pass
