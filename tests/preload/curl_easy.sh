@@ -70,6 +70,24 @@ if rx_need_curl_client && rx_curl_client_usable; then
 		rx_assert_eq "$how: POSTs upstream" 6 \
 			"$(tail -n 6 "$(rx_uplog ok)" | grep -c ' POST ')"
 	done
+
+	# --- a curl_off_t option arrives intact: CURLOPT_MAXFILESIZE_LARGE
+	# below the body's size fails the transfer (answered, ADR-153), above
+	# it lets it through --------------------------------------------------
+	out=$RX_TMP/max.out err=$RX_TMP/max.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim RESILIX_LOG=debug "$CURL_CLIENT" --maxfilesize 1 --requests 2 \
+		"http://127.0.0.1:$RX_PORT/m" >"$out" 2>"$err" ||
+		rx_fail "curl_client exit status $?"
+	rx_assert_eq "max file size 1: CURLE_FILESIZE_EXCEEDED" 2 \
+		"$(awk '$3 == 63' "$out" | wc -l | tr -d ' ')"
+	rx_assert_eq "settled as answered" 2 \
+		"$(grep 'event=settle verdict=answered' "$err" | grep -c 'at=curl')"
+	rx_shim "$CURL_CLIENT" --maxfilesize 100000 --requests 2 \
+		"http://127.0.0.1:$RX_PORT/m" >"$out" 2>"$err" ||
+		rx_fail "curl_client exit status $?"
+	rx_assert_eq "max file size 100000: answered 200" 2 \
+		"$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')"
 	rx_upstream_stop ok
 fi
 
@@ -89,5 +107,16 @@ if rx_usable curl; then
 	rx_assert_eq "curl: requests upstream" $MIN "$(rx_count cli)"
 	rx_assert_eq "curl: settlements (all, at=curl)" "$MIN $MIN" \
 		"$(rx_settles "$err") $(rx_settles "$err" curl)"
+
+	# curl -f: CURLE_HTTP_RETURNED_ERROR (22) still reads the status.
+	rx_upstream_start f --phases 0:status:500
+	out=$RX_TMP/f.out err=$RX_TMP/f.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" curl -f -s -o /dev/null -w '%{http_code} %{exitcode}\n' \
+		"http://127.0.0.1:$RX_PORT/[1-$N]" >"$out" 2>"$err"
+	rx_assert_eq "curl -f: 500 then exit 22" $MIN "$(grep -c '^500 22$' "$out")"
+	rx_assert_eq "curl -f: refused after the trip" $((N - MIN)) \
+		"$(grep -c '^000 7$' "$out")"
+	rx_assert_eq "curl -f: requests upstream" $MIN "$(rx_count f)"
 fi
 rx_pass

@@ -55,6 +55,27 @@ if [ $client_ok = yes ]; then
 	rx_assert_eq "multi https: no curl-layer settlement" 0 \
 		"$(rx_settles "$err" curl)"
 	rx_upstream_stop b
+
+	# --- certificate errors are answered, never failures (ADR-153); the
+	# certificate passed in memory (CURLOPT_CAINFO_BLOB, forwarded as a
+	# blob option) makes the same upstream verifiable -------------------
+	rx_pyup_start c --tls "$RX_TMP/cert.pem" "$RX_TMP/key.pem" --default 200
+	out=$RX_TMP/c.out err=$RX_TMP/c.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" "$CURL_CLIENT" --fresh --requests $((MIN + 5)) \
+		"https://127.0.0.1:$RX_PORT/v" >"$out" 2>"$err" ||
+		rx_fail "curl_client exit status $?"
+	rx_assert_eq "unverified: CURLE_PEER_FAILED_VERIFICATION" $((MIN + 5)) \
+		"$(awk '$3 == 60' "$out" | wc -l | tr -d ' ')"
+	rx_assert_eq "unverified: settled as answered" $((MIN + 5)) \
+		"$(grep 'event=settle verdict=answered' "$err" | grep -c 'at=curl')"
+	rx_assert_eq "unverified: no transition" "" "$(rx_transitions "$err")"
+	rx_shim "${guard[@]}" "$CURL_CLIENT" --cainfo-blob "$RX_TMP/cert.pem" \
+		--requests 3 "https://127.0.0.1:$RX_PORT/v" >"$out" 2>"$err" ||
+		rx_fail "curl_client exit status $?"
+	rx_assert_eq "verified with the blob: answered 200" 3 \
+		"$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')"
+	rx_upstream_stop c
 	ran="$ran libcurl"
 fi
 

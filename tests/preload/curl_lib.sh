@@ -79,6 +79,7 @@ rx_pyup_start() {
 # $RX_TMP/cert.pem and $RX_TMP/key.pem.
 rx_selfsigned() {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 \
 		-keyout "$RX_TMP/key.pem" -out "$RX_TMP/cert.pem" \
 		>/dev/null 2>&1 || rx_fail "openssl could not make a certificate"
 }

@@ -5,7 +5,8 @@
  * Usage:
  *   curl_client [--mode easy|multi] [--threads N] [--requests N]
  *               [--parallel N] [--method M] [--insecure] [--errbuf]
- *               [--fresh] [--dup] [--reset] [--timeout-ms N] URL...
+ *               [--fresh] [--dup] [--reset] [--timeout-ms N]
+ *               [--maxfilesize N] [--cainfo-blob FILE] URL...
  *
  *   --mode easy     curl_easy_perform (the default); multi: one multi
  *                   handle running --parallel transfers at once
@@ -22,6 +23,9 @@
  *                   carries the options
  *   --reset         curl_easy_reset the handle before each transfer and
  *                   set every option again
+ *   --maxfilesize N CURLOPT_MAXFILESIZE_LARGE (a curl_off_t option)
+ *   --cainfo-blob F trust the certificate in F, passed in memory with
+ *                   CURLOPT_CAINFO_BLOB (a blob option)
  *
  * Output, one line per transfer (flushed):
  *   <thread> <i> <curlcode> <http status> <elapsed us> <errbuf or ->
@@ -41,6 +45,8 @@ static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
 static int insecure, use_errbuf, fresh, dup_mode, reset_mode;
 static long timeout_ms = 10000;
+static curl_off_t maxfilesize = -1;
+static struct curl_blob cainfo;
 static char **urls;
 static int nurls;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -72,6 +78,10 @@ static void set_options(CURL *h, const char *url, char *errbuf)
 	}
 	if (errbuf)
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	if (maxfilesize >= 0)
+		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, maxfilesize);
+	if (cainfo.data)
+		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &cainfo);
 	if (strcmp(method, "POST") == 0)
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "x=1");
 	else if (strcmp(method, "HEAD") == 0)
@@ -195,7 +205,8 @@ static int usage(void)
 	fprintf(stderr, "usage: curl_client [--mode easy|multi] [--threads N] "
 			"[--requests N] [--parallel N] [--method M] "
 			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
-			"[--timeout-ms N] URL...\n");
+			"[--timeout-ms N] [--maxfilesize N] "
+			"[--cainfo-blob FILE] URL...\n");
 	return 2;
 }
 
@@ -232,6 +243,22 @@ int main(int argc, char **argv)
 			method = v, i++;
 		else if (strcmp(o, "--timeout-ms") == 0)
 			timeout_ms = atol(v), i++;
+		else if (strcmp(o, "--maxfilesize") == 0)
+			maxfilesize = (curl_off_t)atoll(v), i++;
+		else if (strcmp(o, "--cainfo-blob") == 0) {
+			static char pem[65536];
+			FILE *f = fopen(v, "r");
+			size_t n = f ? fread(pem, 1, sizeof(pem), f) : 0;
+
+			if (f)
+				fclose(f);
+			if (n == 0)
+				return usage();
+			cainfo.data = pem;
+			cainfo.len = n;
+			cainfo.flags = CURL_BLOB_COPY;
+			i++;
+		}
 		else
 			return usage();
 	}
