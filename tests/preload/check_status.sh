@@ -26,6 +26,7 @@ rx_assert_grep "an option counts as the variable" \
 rx_assert_grep "a default, with its value" '^RESILIX_WINDOW_CALLS +100 +default$' "$out"
 rx_assert_grep "an off default says so" \
 	'^RESILIX_SLOW_CALL_MS +unset \(slow-call condition off\) +default$' "$out"
+rx_assert_grep "the limiter's default algorithm" '^RESILIX_LIMITER +vegas +default$' "$out"
 rx_assert_grep "the metrics interval default" \
 	'^RESILIX_METRICS_INTERVAL_MS +5000 +default$' "$out"
 # Every variable the parser knows is listed, once.

@@ -29,7 +29,7 @@ other=$(grep -v 'event=breaker-transition\|event=log-suppressed' "$err" |
 	grep -c 'event=')
 rx_log "transitions $transitions: written $written, suppressed $suppressed," \
 	"other lines $other"
-rx_assert_ge "transitions (the upstream flapped)" "$transitions" 500
+rx_assert_ge "transitions (the upstream flapped)" "$transitions" 150
 # 50 at once, then 20 a second; one second of slack for start-up and exit.
 bound=$((50 + 20 * (elapsed_ms / 1000 + 1)))
 summaries=$(grep -c 'event=log-suppressed' "$err")

@@ -128,6 +128,43 @@ rx_assert_grep "final count after exit" \
 	"$prom"
 rx_upstream_stop sh
 
+# --- fork: %p gives each process its own file; without it the child ----
+# --- leaves the parent's file alone (ADR-161) --------------------------------
+two_lines() { [ "$(wc -l <"$1")" -ge 2 ]; }
+if rx_usable python3; then
+	rx_upstream_start fork --phases 0:ok
+	# The child exits last: without %p, its write would be the one seen.
+	forkpy='import os, sys, time, urllib.request
+url = "http://127.0.0.1:%s/" % sys.argv[1]
+urllib.request.urlopen(url).read()
+pid = os.fork()
+for i in range(2 if pid == 0 else 3):
+    urllib.request.urlopen(url).read()
+if pid == 0:
+    time.sleep(0.5)
+print(os.getpid(), flush=True)'
+	rx_shim RESILIX_METRICS_FILE="$RX_TMP/fork-%p.prom" python3 -c "$forkpy" \
+		"$RX_PORT" >"$out" 2>"$err" || rx_fail "python fork exit status $?"
+	rx_wait_for 5 two_lines "$out" || rx_fail "the child did not finish"
+	sleep 0.1
+	parent=$(sed -n 1p "$out") child=$(sed -n 2p "$out")
+	rx_assert_grep "the parent's own file (1 + 3 calls)" \
+		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 4$" \
+		"$RX_TMP/fork-$parent.prom"
+	rx_assert_grep "the child's own file (1 inherited + 2 calls)" \
+		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 3$" \
+		"$RX_TMP/fork-$child.prom"
+	rm -f "$prom"
+	rx_shim RESILIX_METRICS_FILE="$prom" python3 -c "$forkpy" "$RX_PORT" \
+		>"$out" 2>"$err" || rx_fail "python fork exit status $?"
+	rx_wait_for 5 two_lines "$out" || rx_fail "the child did not finish"
+	sleep 0.1
+	rx_assert_grep "without %p, the file is the parent's" \
+		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 4$" \
+		"$prom"
+	rx_upstream_stop fork
+fi
+
 # --- an unwritable destination: one warning, guarding unchanged ------------
 rx_upstream_start bad --phases 0:status:500
 rx_shim "${guard[@]}" RESILIX_METRICS_FILE=$RX_TMP/no/such/dir/m.prom \
