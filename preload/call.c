@@ -1288,6 +1288,15 @@ static void after_fork_parent(void)
 	fork_locked = false;
 }
 
+/* A forked child: drop the limiter places of threads that did not come
+ * along (ADR-136). */
+static void drop_waiters(void *arg, const char *key, struct rx_guard *g)
+{
+	(void)arg;
+	(void)key;
+	rx_guard_drop_waiters(g);
+}
+
 static void after_fork_child(void)
 {
 	uint32_t i;
@@ -1300,6 +1309,7 @@ static void after_fork_child(void)
 	for (i = 0; i < cfg.registry.max_keys; i++)
 		rx__lock_reset(&guard_locks[i]);
 	rx__fdtable_reset_locks();
+	rx_registry_foreach(registry, drop_waiters, NULL);
 	rx__metrics_after_fork();
 	fork_locked = false;
 	owner_pid = getpid();

@@ -163,3 +163,11 @@ void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
 	if (refused)
 		count_refusal(g, RX_REASON_LIMITER_FULL);
 }
+
+void rx_guard_drop_waiters(struct rx_guard *g)
+{
+	/* Giving up the newest place removes it exactly (limiter.h), so the
+	 * queue empties from the back without per-place storage. */
+	while (g->limiter_on && g->limiter.queued > 0)
+		rx_limiter_cancel_wait(&g->limiter, g->limiter.queue_next - 1);
+}

@@ -111,6 +111,15 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
                           bool refused);
 
+/*
+ * rx_guard_drop_waiters - forget every place in the limiter's queue, for a
+ * forked child: the threads that held them did not come along (only the
+ * forking thread did, and it was not waiting), and a place nobody will ever
+ * end would hold a slot and pin the key for good. The dropped place
+ * numbers are dead afterwards. Not thread-safe; O(places).
+ */
+void rx_guard_drop_waiters(struct rx_guard *g);
+
 /* rx_guard_waiters - places held in the limiter's queue (0 when off). The
  * registry never evicts a guard with waiters. O(1). */
 static inline uint32_t rx_guard_waiters(const struct rx_guard *g)

@@ -141,6 +141,41 @@ static void test_breaker_opens_while_waiting(void)
 	CU_ASSERT_EQUAL(g.limiter.shed_nonblocking, 0);
 }
 
+/* A forked child drops the places of threads that did not come along:
+ * newcomers are admitted directly again, and the old places are dead. */
+static void test_drop_waiters(void)
+{
+	struct rx_guard g;
+	struct rx_admit_ctx wait = {.now_ns = 1 * MS, .can_wait = true};
+	struct rx_gate_permit p[5];
+	struct rx_refusal why;
+	uint64_t w[3];
+	make(&g, 2);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[0], &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[4], &why), RX_ADMIT);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[1], &why),
+				RX_QUEUE);
+		CU_ASSERT_EQUAL(rx_guard_enqueue(&g, 1 * MS, &w[i]), RX_OK);
+	}
+	/* A place given up in the middle first: the count stays exact. */
+	rx_guard_cancel_wait(&g, w[1], false);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 2);
+	rx_guard_drop_waiters(&g);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 0);
+	struct rx_observation ok = {RX_SUCCESS, 1000, 2 * MS};
+	rx_guard_settle(&g, &p[0], &ok);
+	rx_guard_settle(&g, &p[4], &ok);
+	wait.now_ns = 2 * MS;
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[2], &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_try_dequeue(&g, &wait, w[0], &p[3], &why),
+			RX_REFUSE);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 1);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 0);
+	rx_guard_settle(&g, &p[2], &ok);
+	CU_ASSERT_EQUAL(g.in_flight, 0);
+}
+
 /* rx_gate_admit_last on its own: the pre-obtained ticket lands last, and
  * a refusal before it releases it (ADR-007). */
 struct count {
@@ -209,6 +244,7 @@ int main(void)
 	    {"waiters through the guard, in order", test_wait_in_order},
 	    {"breaker opens while a caller waits",
 	     test_breaker_opens_while_waiting},
+	    {"a forked child drops the waiters", test_drop_waiters},
 	    {"gate admit with a pre-obtained last ticket",
 	     test_gate_admit_last},
 	    {NULL, NULL},
