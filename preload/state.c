@@ -8,11 +8,12 @@
  * connect of even the shortest process - the file is read and hydrated
  * with the core's rx_snapshot_hydrate (src/snapshot.c: ages plus a
  * wall-clock stamp, validated whole before anything is applied). At exit,
- * a destructor takes every lock of the shim for the few microseconds
- * rx_snapshot_write needs to serialise the registry into a buffer, drops
- * them, and replaces the file: a temporary file in the same directory
- * (O_CLOEXEC, O_NOFOLLOW, mode 0600), then rename(2), so a reader sees
- * the old file or the new one and never half of one.
+ * a destructor takes the file's exclusive lock, reads the file again,
+ * takes every lock of the shim for the microseconds the core needs to
+ * merge that into the registry and serialise the result into the buffer,
+ * drops them, and replaces the file: a temporary file in the same
+ * directory (O_CLOEXEC, O_NOFOLLOW, mode 0600), then rename(2), so a
+ * reader sees the old file or the new one and never half of one.
  *
  * Locking. Readers take flock(LOCK_SH) and writers flock(LOCK_EX) on a
  * sibling file "<path>.lock" (the state file itself cannot carry the lock:
@@ -21,10 +22,14 @@
  * warning: the rename keeps the file whole without it, and a program must
  * never hang at start or exit because of a cache.
  *
- * Concurrency: last writer wins (ADR-171). Each writer replaces the file
- * with its own registry, which is the state it hydrated plus what it
- * learnt since. Processes that overlap lose each other's learning, never
- * the file's integrity. Only a process in which a call settled writes:
+ * Concurrency: merge at exit (ADR-171). What processes that overlapped
+ * with this one wrote meanwhile is folded in with rx_snapshot_merge under
+ * the exclusive lock: keys this process does not hold are kept; for a key
+ * it holds, a running open period wins over a closed view, else the more
+ * recently used entry. So eight processes at once on eight keys leave
+ * eight keys, and a long-lived process does not close a circuit that
+ * short ones tripped while it ran. Only a process in which a call settled
+ * writes:
  * the shell, `env` or `timeout` that starts the program loads the shim
  * too, exits after it, and must not put back the state it read before
  * its child learnt anything. Only the process that started the shim
@@ -108,9 +113,8 @@ static const char *errno_name(int err)
 /* One warning about the file: @op failed because of @reason. */
 static void warn(const char *event, const char *op, const char *reason)
 {
-	rx__log(RX_LOG_WARN,
-		"event=%s op=%s reason=\"%s\" file=\"%.200s\"", event, op,
-		reason, path);
+	rx__log(RX_LOG_WARN, "event=%s op=%s reason=\"%s\" file=\"%.200s\"",
+		event, op, reason, path);
 }
 
 /*
@@ -149,10 +153,12 @@ static void drop_lock(int fd)
 /*
  * Read the file into buf. Returns its length (0 for an empty file, which
  * the core rejects as truncated), -2 when it does not exist (the first
- * run: silent), or -1 after one warning.
+ * run: silent), or -1 after one warning (none when @quiet: at exit, where
+ * the file is about to be replaced anyway).
  */
-static ssize_t read_file(void)
+static ssize_t read_file(bool quiet)
 {
+	const char *op = "read", *why;
 	struct stat st;
 	size_t len = 0;
 	ssize_t n;
@@ -163,17 +169,18 @@ static ssize_t read_file(void)
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -2;
-		warn("state-file-ignored", "open", errno_name(errno));
-		return -1;
+		op = "open";
+		why = errno_name(errno);
+		goto fail;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rx__real_close(fd);
-		warn("state-file-ignored", "open", "not a regular file");
-		return -1;
+		op = "open";
+		why = "not a regular file";
+		goto fail_close;
 	}
-	/* Read one byte past the buffer, so a file too large is seen as
-	 * such even if it grew after fstat. */
 	for (;;) {
+		/* Read one byte past the buffer, so a file too large is
+		 * seen as such even if it grew after fstat. */
 		if (len == buf_bytes) {
 			char extra;
 
@@ -182,14 +189,9 @@ static ssize_t read_file(void)
 				break;
 			if (n < 0 && errno == EINTR)
 				continue;
-			rx__real_close(fd);
-			if (n > 0)
-				warn("state-file-ignored", "read",
-				     "larger than the state buffer");
-			else
-				warn("state-file-ignored", "read",
-				     errno_name(errno));
-			return -1;
+			why = n > 0 ? "larger than the state buffer"
+				    : errno_name(errno);
+			goto fail_close;
 		}
 		n = rx__real_read(fd, buf + len, buf_bytes - len);
 		if (n == 0)
@@ -197,14 +199,19 @@ static ssize_t read_file(void)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			rx__real_close(fd);
-			warn("state-file-ignored", "read", errno_name(errno));
-			return -1;
+			why = errno_name(errno);
+			goto fail_close;
 		}
 		len += (size_t)n;
 	}
 	rx__real_close(fd);
 	return (ssize_t)len;
+fail_close:
+	rx__real_close(fd);
+fail:
+	if (!quiet)
+		warn("state-file-ignored", op, why);
+	return -1;
 }
 
 /* Build "<path><suffix>" into @out. */
@@ -252,8 +259,8 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	 * with a full window, plus header and trailer. */
 	entry = 2 + RX_KEY_MAX + 34 + (size_t)b->window_calls * 9;
 	want = 36;
-	if (entry != 0 && cfg->registry.max_keys > (STATE_MAX_BYTES - want) /
-						      entry)
+	if (entry != 0 &&
+	    cfg->registry.max_keys > (STATE_MAX_BYTES - want) / entry)
 		want = STATE_MAX_BYTES;
 	else
 		want += (size_t)cfg->registry.max_keys * entry;
@@ -281,7 +288,7 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		buf = NULL;
 		return;
 	}
-	len = read_file();
+	len = read_file(false);
 	drop_lock(fd);
 	if (len >= 0) {
 		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, rx__now_ns(),
@@ -323,32 +330,47 @@ static bool try_lock(struct rx_lock *l)
 	return false;
 }
 
-/* Serialise the registry into buf under every lock of the shim (guard
- * locks, then the registry lock: the fork handler's order). Returns the
- * length, or 0 when the locks could not be had or the buffer is short. */
-static size_t snapshot(void)
+/*
+ * Under every lock of the shim (guard locks, then the registry lock: the
+ * fork handler's order), merge the file's current content, buf[0..@flen)
+ * (@flen <= 0: none), into the registry - what concurrent processes wrote
+ * since we started (ADR-171) - and serialise the result into buf. Returns
+ * the length, or 0 when the locks could not be had or the buffer is short.
+ */
+static size_t snapshot(ssize_t flen)
 {
+	uint64_t now = rx__now_ns(), wall = wall_ns();
 	size_t len = 0;
 	uint32_t i, got;
-	int rc = RX_OK;
+	int rc = RX_OK, mrc = RX_OK;
 
 	for (got = 0; got < max_keys; got++)
 		if (!try_lock(&guard_locks[got]))
 			break;
 	if (got == max_keys && try_lock(registry_lock)) {
-		rc = rx_snapshot_write(registry, rx__now_ns(), wall_ns(), buf,
-				       buf_bytes, &len);
+		/* The merge reads all of buf before the write reuses it. */
+		if (flen >= 0)
+			mrc = rx_snapshot_merge(registry, buf, (size_t)flen,
+						now, wall);
+		rc = rx_snapshot_write(registry, now, wall, buf, buf_bytes,
+				       &len);
 		rx__unlock(registry_lock);
 	} else {
 		rc = RX_EINVAL;
 	}
 	for (i = 0; i < got; i++)
 		rx__unlock(&guard_locks[i]);
+	if (mrc != RX_OK)
+		rx__log(RX_LOG_DEBUG,
+			"event=state-merge-skipped reason=\"%s\" "
+			"file=\"%.200s\"",
+			rx_strerror(mrc), path);
 	if (rc == RX_ENOSPC)
 		warn("state-write-failed", "snapshot",
 		     "larger than the state buffer");
 	else if (rc != RX_OK)
-		warn("state-write-failed", "snapshot", "shim locks busy at exit");
+		warn("state-write-failed", "snapshot",
+		     "shim locks busy at exit");
 	return rc == RX_OK ? len : 0;
 }
 
@@ -405,23 +427,23 @@ __attribute__((destructor)) static void state_at_exit(void)
 	    !atomic_load(&touched))
 		return;
 	rx__inside = 1; /* our own I/O passes through the shim */
-	len = snapshot();
-	if (len > 0) {
-		fd = take_lock(LOCK_EX);
-		if (fd == -1) {
-			warn("state-write-failed", "lock", errno_name(errno));
-		} else {
-			failed = replace_file(len);
-			if (failed)
-				warn("state-write-failed", failed,
-				     errno_name(errno));
-			else
-				rx__log(RX_LOG_DEBUG,
-					"event=state-written bytes=%zu "
-					"file=\"%.200s\"",
-					len, path);
-			drop_lock(fd);
-		}
+	/* Read, merge and replace under one exclusive lock, so no writer
+	 * slips in between and is lost. No lock of the shim is held while
+	 * waiting for it or doing I/O. */
+	fd = take_lock(LOCK_EX);
+	if (fd == -1) {
+		warn("state-write-failed", "lock", errno_name(errno));
+	} else {
+		len = snapshot(read_file(true));
+		failed = len > 0 ? replace_file(len) : NULL;
+		if (failed)
+			warn("state-write-failed", failed, errno_name(errno));
+		else if (len > 0)
+			rx__log(RX_LOG_DEBUG,
+				"event=state-written bytes=%zu "
+				"file=\"%.200s\"",
+				len, path);
+		drop_lock(fd);
 	}
 	rx__inside = inside;
 	errno = saved;

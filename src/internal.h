@@ -144,4 +144,9 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 /* Put an unpinned entry on the idle or parked list, as a release does. */
 void rx__registry_place(struct rx_registry *r, struct rx__entry *e);
 
+/* Give a live, unpinned entry a fresh guard and take it off its list, for
+ * the snapshot merge; rx__registry_place puts it back. */
+void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
+			uint64_t now_ns);
+
 #endif

@@ -276,6 +276,13 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 	return e;
 }
 
+void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
+			uint64_t now_ns)
+{
+	list_remove(r, e);
+	reset_guard(r, e, now_ns);
+}
+
 void rx__registry_place(struct rx_registry *r, struct rx__entry *e)
 {
 	e->idle_since_ns = e->guard.last_used_ns;

@@ -17,6 +17,10 @@
  *     no probe in flight, which is what the next admit would have made of
  *     it. A half-open breaker comes back with no probe in flight: the
  *     process that sent the probes is gone.
+ *   - Merge (rx_snapshot_merge, ADR-171) is hydrate into a registry that
+ *     holds keys: the same validation, ageing and insertion; a held key
+ *     is replaced only by a running open period or newer use, and never
+ *     while it has a caller, so no permit outlives its guard.
  *   - The limiter is not saved (ADR-135): a restored key's limiter starts
  *     at its initial limit, as the fresh guard made by the insert has it.
  *     The format stays version 1.
@@ -236,10 +240,44 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 	b->probes_in_flight = 0;
 }
 
-int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
-			uint64_t now_ns, uint64_t wall_now_ns)
+/*
+ * Merge: does the snapshot's entry @e (aged by @gap) replace the live
+ * entry @x? An open period still running is the more cautious view and
+ * wins over one that is not (for at most the open time: then a probe
+ * decides); of two running open periods, the later trip; otherwise the
+ * entry used last. A live entry with a caller (pinned, calls in flight or
+ * waiting) always stands: its state is about to change anyway.
+ */
+static bool snapshot_wins(const struct rx_registry *r,
+			  const struct rx__entry *x, const struct parsed *e,
+			  uint64_t now, uint64_t gap)
 {
-	if (r == NULL || (buf == NULL && len > 0) || r->count != 0)
+	const struct rx_breaker *b = &x->guard.breaker;
+	uint64_t open_ns = rx__ms_to_ns(b->cfg.open_ms);
+	uint64_t snap_open_age = rx__sat_add(e->open_age, gap);
+	uint64_t live_open_age = rx__sat_sub(now, b->opened_ns);
+	bool snap_open, live_open;
+
+	if (x->pins > 0 || x->guard.in_flight > 0 ||
+	    rx_guard_waiters(&x->guard) > 0)
+		return false;
+	snap_open = r->gcfg.breaker_on && e->state == RX_BREAKER_OPEN &&
+		    snap_open_age < open_ns;
+	live_open = r->gcfg.breaker_on && b->state == RX_BREAKER_OPEN &&
+		    live_open_age < open_ns;
+	if (snap_open != live_open)
+		return snap_open;
+	if (snap_open)
+		return snap_open_age < live_open_age;
+	return rx__sat_add(e->idle_age, gap) <
+	       rx__sat_sub(now, x->guard.last_used_ns);
+}
+
+/* Hydrate (@merge false: @r must be empty) or merge a snapshot. */
+static int load(struct rx_registry *r, const void *buf, size_t len,
+		uint64_t now_ns, uint64_t wall_now_ns, bool merge)
+{
+	if (r == NULL || (buf == NULL && len > 0) || (!merge && r->count != 0))
 		return RX_EINVAL;
 	const unsigned char *p = buf;
 	if (len < HEADER_SIZE + TRAILER_SIZE || memcmp(p, magic, 4) != 0)
@@ -283,14 +321,36 @@ int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
 		uint32_t before = r->count;
 		struct rx__entry *x =
 		    rx__registry_insert(r, e.key, e.key_len, now);
-		if (x == NULL)
-			break; /* full: the rest does not fit */
-		if (r->count == before)
-			continue; /* a duplicate key: the first one stands */
+		if (x == NULL) {
+			/* Full. Hydrate: the rest does not fit; merge: a
+			 * later key may be one the registry holds. */
+			if (merge)
+				continue;
+			break;
+		}
+		if (r->count == before) {
+			/* Hydrate: a duplicate key, the first one stands.
+			 * Merge: a key the registry holds. */
+			if (!merge || !snapshot_wins(r, x, &e, now, gap))
+				continue;
+			rx__registry_reset(r, x, now);
+		}
 		x->guard.last_used_ns = rx__sat_sub(now, idle);
 		if (r->gcfg.breaker_on)
 			apply_breaker(&x->guard.breaker, &e, p, now, gap);
 		rx__registry_place(r, x);
 	}
 	return RX_OK;
+}
+
+int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
+			uint64_t now_ns, uint64_t wall_now_ns)
+{
+	return load(r, buf, len, now_ns, wall_now_ns, false);
+}
+
+int rx_snapshot_merge(struct rx_registry *r, const void *buf, size_t len,
+		      uint64_t now_ns, uint64_t wall_now_ns)
+{
+	return load(r, buf, len, now_ns, wall_now_ns, true);
 }

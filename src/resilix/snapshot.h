@@ -83,6 +83,24 @@ int rx_snapshot_write(const struct rx_registry *r, uint64_t now_ns,
 int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
                         uint64_t now_ns, uint64_t wall_now_ns);
 
+/*
+ * rx_snapshot_merge - fold a snapshot into a registry that may hold keys
+ * (RESILIX_STATE_FILE at exit: what concurrent processes wrote meanwhile,
+ * ADR-171). Same arguments, validation and ageing as hydrate. A key the
+ * registry lacks is added as hydrate adds it (room permitting). For a key
+ * it holds, the snapshot's entry replaces the registry's when:
+ *   - its open period is still running and the registry's is not (the
+ *     more cautious view wins, for at most the open time), or
+ *   - both are running and the snapshot's trip is the later one, or
+ *   - neither is, and the snapshot's key was used more recently;
+ * and never while the registry's guard is pinned, has calls in flight or
+ * callers waiting. A replaced key's limiter starts afresh, as hydrate's.
+ * Returns as hydrate (but a registry that is not empty is fine); on any
+ * error the registry is untouched. Not thread-safe; O(len).
+ */
+int rx_snapshot_merge(struct rx_registry *r, const void *buf, size_t len,
+                      uint64_t now_ns, uint64_t wall_now_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,9 @@
 #    guarding goes on without state. RESILIX_DISABLE: no state I/O.
 # 5. Eight processes at once, three times: the file stays whole, no
 #    temporary file is left behind, no fd of ours stays open in the host.
+#    Processes that overlap merge at exit (ADR-171): eight processes at
+#    once on eight keys leave eight keys; a long-lived process that exits
+#    after short ones tripped its key does not close the circuit again.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 
@@ -244,4 +247,55 @@ grep -aq "127.0.0.1:$PORT" "$state" || rx_fail "parallel: the key is not in the 
 one client "$state" "$PORT"
 rx_assert_no_grep "parallel: the next process reads it silently" \
 	'event=state-|level=warn' "$err"
+
+# Eight processes at once on eight keys: every key is in the file.
+state=$RX_TMP/keys.state
+ports=""
+for i in $(seq 1 8); do
+	ports="$ports $(rx_free_port)"
+done
+pids=""
+for p in $ports; do
+	rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" \
+		--port "$p" --requests 1 >>"$out" 2>>"$err" &
+	pids="$pids $!"
+done
+for p in $pids; do
+	wait "$p" || rx_fail "keys: a process failed"
+done
+n=0
+for p in $ports; do
+	grep -aq "127.0.0.1:$p" "$state" && n=$((n + 1))
+done
+rx_assert_eq "merge: keys of 8 overlapping processes kept" 8 "$n"
+
+# A long-lived process (two calls 1.5 s apart) overlaps three short ones
+# that trip its key; its exit must not put back its closed view.
+state=$RX_TMP/long.state
+out=$RX_TMP/long.out err=$RX_TMP/long.err
+: >"$out"
+: >"$err"
+rx_dump_on_fail "$out" "$err"
+PORT=$(rx_free_port)
+long=(RESILIX_LOG=info RESILIX_CONSECUTIVE_BACKSTOP=$BACKSTOP
+	RESILIX_MIN_CALLS=100 RESILIX_OPEN_MS=10000)
+rx_shim "${long[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" --port "$PORT" \
+	--requests 2 --interval-ms 1500 >"$RX_TMP/long.proc" 2>>"$err" &
+lpid=$!
+sleep 0.3
+for i in $(seq 1 $BACKSTOP); do
+	rx_shim "${long[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" \
+		--port "$PORT" --requests 1 >>"$out" 2>>"$err"
+done
+rx_assert_eq "merge: the short processes tripped" 1 "$(rx_count_to open "$err")"
+wait "$lpid" || rx_fail "merge: the long process failed"
+rx_assert_eq "merge: the long process made both calls, untripped" 2 \
+	"$(grep -c ' ECONNREFUSED 0$' "$RX_TMP/long.proc")"
+rx_upstream_start long --port "$PORT" --phases 0:ok:0
+rx_shim "${long[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" --port "$PORT" \
+	--requests 1 >>"$out" 2>>"$err"
+line=$(tail -n 1 "$out")
+failed_fast client "$line" ||
+	rx_fail "merge: the circuit was closed by the long process's exit: $line"
+rx_assert_eq "merge: connections accepted while open" 0 "$(rx_accepts long)"
 rx_pass

@@ -2,7 +2,8 @@
  * test_snapshot.c - snapshot and hydrate of a registry: round trip, the
  * idle gap ageing the window and the open period, and rejection of every
  * corrupted byte, every truncation, a future version and a malformed entry
- * behind a valid checksum - each leaving the registry empty.
+ * behind a valid checksum - each leaving the registry empty; and the
+ * merge of a snapshot into a registry that holds keys (ADR-171).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,142 @@ static void test_malformed_entry_behind_valid_checksum(void)
 	rx_registry_destroy(b);
 }
 
+/* ---- merge (RESILIX_STATE_FILE at exit, ADR-171) ---- */
+
+/* What another process wrote: @key after @n calls of @v at @t. */
+static unsigned char *other(const char *key, int n, enum rx_verdict v,
+			    uint64_t t, uint64_t now, uint64_t wall,
+			    size_t *len)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *w = make(16, 600000, &gc);
+	for (int i = 0; i < n; i++)
+		call(w, key, t, v, 1);
+	unsigned char *buf = snap(w, now, wall, len);
+	rx_registry_destroy(w);
+	return buf;
+}
+
+static void test_merge_adds_keys_and_keeps_newer(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *l = make(16, 600000, &gc);
+	size_t len, len2;
+	unsigned char *a =
+	    other("k1", 1, RX_SUCCESS, 100 * S, 100 * S, WALL, &len);
+	unsigned char *b =
+	    other("k2", 1, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len2);
+
+	/* k1 was used here at 200 s; the other process last used it
+	 * 50 s before this merge (the wall gap), at 150 s on our clock. */
+	call(l, "k1", 200 * S, RX_TRANSIENT, 1);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 200 * S, WALL + 50 * S),
+			RX_OK);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, b, len2, 200 * S, WALL + 50 * S),
+			RX_OK);
+	CU_ASSERT_EQUAL(rx_registry_count(l), 2);
+	struct rx_breaker_stats s = key_stats(l, "k1", 200 * S);
+	CU_ASSERT_EQUAL(s.window_failures, 1); /* ours stood */
+	CU_ASSERT_EQUAL(s.consecutive_failures, 1);
+	s = key_stats(l, "k2", 200 * S);
+	CU_ASSERT_EQUAL(s.window_count, 1); /* theirs was added */
+	CU_ASSERT_EQUAL(s.consecutive_failures, 1);
+	free(a);
+	free(b);
+	rx_registry_destroy(l);
+}
+
+static void test_merge_newer_replaces_pinned_stands(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *l = make(16, 600000, &gc);
+	size_t len;
+	/* Their two failures at 100 s, written at once (idle age 0). */
+	unsigned char *a =
+	    other("k", 2, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len);
+
+	call(l, "k", 50 * S, RX_SUCCESS, 1); /* ours: 50 s ago */
+	/* Pinned (a connection open on it): ours stands. */
+	struct rx_guard *g = rx_registry_acquire(l, "k", 1, 100 * S);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL), RX_OK);
+	CU_ASSERT_EQUAL(g->breaker.consecutive_failures, 0);
+	rx_registry_release(l, g);
+	/* Unpinned: theirs is newer and replaces it. */
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL), RX_OK);
+	struct rx_breaker_stats s = key_stats(l, "k", 100 * S);
+	CU_ASSERT_EQUAL(s.window_count, 2);
+	CU_ASSERT_EQUAL(s.window_failures, 2);
+	CU_ASSERT_EQUAL(s.consecutive_failures, 2);
+	CU_ASSERT_EQUAL(rx_registry_count(l), 1);
+	free(a);
+	rx_registry_destroy(l);
+}
+
+static void test_merge_running_open_period_wins(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *l = make(16, 600000, &gc);
+	size_t len;
+	/* They tripped k (backstop 4) at 100 s and wrote at 101 s. */
+	unsigned char *a =
+	    other("k", 4, RX_TIMEOUT, 100 * S, 101 * S, WALL, &len);
+
+	/* Ours is closed and used later, 2 s after their write. */
+	call(l, "k", 300 * S, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 300 * S, WALL + 2 * S),
+			RX_OK);
+	struct rx_breaker_stats s = key_stats(l, "k", 300 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(s.open_remaining_ms, gc.breaker.open_ms - 3000);
+
+	/* Once their open period has run out, recency decides again. */
+	struct rx_registry *l2 = make(16, 600000, &gc);
+	call(l2, "k", 300 * S, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(l2, a, len, 300 * S,
+			      WALL + 2 * S + gc.breaker.open_ms * MS),
+	    RX_OK);
+	s = key_stats(l2, "k", 300 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_CLOSED);
+
+	/* An open breaker here stands against their closed, newer one. */
+	unsigned char *b =
+	    other("j", 1, RX_SUCCESS, 400 * S, 400 * S, WALL, &len);
+	for (int i = 0; i < 4; i++)
+		call(l, "j", 399 * S, RX_TIMEOUT, 1);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, b, len, 400 * S, WALL), RX_OK);
+	s = key_stats(l, "j", 400 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	free(a);
+	free(b);
+	rx_registry_destroy(l);
+	rx_registry_destroy(l2);
+}
+
+static void test_merge_corrupt_leaves_registry(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *l = make(16, 600000, &gc);
+	size_t len;
+	unsigned char *a =
+	    other("k2", 3, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len);
+
+	call(l, "k1", 100 * S, RX_TRANSIENT, 1);
+	a[len / 2] ^= 0x40;
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL),
+			RX_ECORRUPT);
+	a[len / 2] ^= 0x40;
+	a[4] = 9; /* version */
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL),
+			RX_EVERSION);
+	CU_ASSERT_EQUAL(rx_registry_count(l), 1);
+	CU_ASSERT_EQUAL(key_stats(l, "k1", 100 * S).consecutive_failures, 1);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(NULL, a, len, 100 * S, WALL),
+			RX_EINVAL);
+	free(a);
+	rx_registry_destroy(l);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -471,6 +608,13 @@ int main(void)
 	    {"future version rejected", test_future_version_rejected},
 	    {"malformed entry behind a valid checksum",
 	     test_malformed_entry_behind_valid_checksum},
+	    {"merge adds keys and keeps newer", test_merge_adds_keys_and_keeps_newer},
+	    {"merge: newer replaces, pinned stands",
+	     test_merge_newer_replaces_pinned_stands},
+	    {"merge: a running open period wins",
+	     test_merge_running_open_period_wins},
+	    {"merge: corrupt leaves the registry",
+	     test_merge_corrupt_leaves_registry},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("snapshot", tests);
