@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 	if (errors == 0) {
 		check_dir("RESILIX_LOG_FILE", cfg.log_file);
 		check_dir("RESILIX_METRICS_FILE", cfg.metrics_file);
+		check_dir("RESILIX_STATE_FILE", cfg.state_file);
 	}
 
 	if (!quiet) {
