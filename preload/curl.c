@@ -45,6 +45,13 @@
  * fields belong to the thread using the handle (libcurl forbids using one
  * handle from two threads at once), so only the index needs the lock.
  *
+ * Fork. A fork handler takes the table lock before fork (unless this
+ * thread is inside the shim, where it may hold it: a signal handler that
+ * forks) and frees it on both sides, so a child never inherits it held
+ * (DESIGN.md, "Never make the host worse"); the child also clears this
+ * thread's rx__curl_active, set if the program forked from a libcurl
+ * callback. Every holder of the lock sets rx__inside first.
+ *
  * Forwarding curl_easy_setopt. The option's number says how its variadic
  * argument was passed (curl.h, CURLOPTTYPE_*): below 10000 a long, below
  * 20000 an object pointer, below 30000 a function pointer, below 40000 a
@@ -184,6 +191,43 @@ static struct rx_lock table_lock;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static atomic_bool table_ready;
 static atomic_bool warned_full;
+static bool fork_locked; /* the prepare handler took table_lock */
+
+static void before_fork(void)
+{
+	fork_locked = !rx__inside;
+	if (fork_locked)
+		rx__lock(&table_lock);
+}
+
+static void after_fork_parent(void)
+{
+	if (fork_locked)
+		rx__unlock(&table_lock);
+	fork_locked = false;
+}
+
+static void after_fork_child(void)
+{
+	rx__lock_reset(&table_lock);
+	fork_locked = false;
+	rx__curl_active = 0;
+}
+
+/* Take / drop the table lock, with rx__inside set in between (see Fork
+ * above). @inside keeps the caller's flag. */
+static void table_lock_take(int *inside)
+{
+	*inside = rx__inside;
+	rx__inside = 1;
+	rx__lock(&table_lock);
+}
+
+static void table_lock_drop(int inside)
+{
+	rx__unlock(&table_lock);
+	rx__inside = inside;
+}
 
 static void table_create(void)
 {
@@ -204,6 +248,14 @@ static void table_create(void)
 	for (i = 0; i < RX_CURL_HANDLES; i++)
 		states[i].next_free = i + 2 <= RX_CURL_HANDLES ? i + 2 : 0;
 	free_head = 1;
+	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) !=
+	    0) {
+		/* Without the handlers a fork could leave the lock held in the
+		 * child: do without the table (pass to the socket layer). */
+		munmap(p, bytes);
+		states = NULL;
+		return;
+	}
 	atomic_store_explicit(&table_ready, true, memory_order_release);
 }
 
@@ -249,14 +301,15 @@ static struct handle_state *find(const void *h)
 {
 	struct handle_state *st = NULL;
 	uint32_t s;
+	int inside;
 
 	if (!h)
 		return NULL;
-	rx__lock(&table_lock);
+	table_lock_take(&inside);
 	s = find_slot(h);
 	if (s < INDEX_SLOTS)
 		st = &states[table_index[s] - 1];
-	rx__unlock(&table_lock);
+	table_lock_drop(inside);
 	return st;
 }
 
@@ -295,12 +348,13 @@ static void remove_slot(uint32_t s)
 static void forget_handle(const void *h)
 {
 	uint32_t s;
+	int inside;
 
-	rx__lock(&table_lock);
+	table_lock_take(&inside);
 	s = find_slot(h);
 	if (s < INDEX_SLOTS)
 		remove_slot(s);
-	rx__unlock(&table_lock);
+	table_lock_drop(inside);
 }
 
 static void state_clear(struct handle_state *st)
@@ -325,8 +379,9 @@ static struct handle_state *follow(void *h, const struct handle_state *from)
 {
 	struct handle_state *st = NULL;
 	uint32_t s, v;
+	int inside;
 
-	rx__lock(&table_lock);
+	table_lock_take(&inside);
 	s = find_slot(h);
 	if (s < INDEX_SLOTS) {
 		st = &states[table_index[s] - 1];
@@ -340,7 +395,7 @@ static struct handle_state *follow(void *h, const struct handle_state *from)
 			;
 		table_index[s] = v;
 	}
-	rx__unlock(&table_lock);
+	table_lock_drop(inside);
 	if (!st) {
 		if (!atomic_exchange(&warned_full, true))
 			rx__log(RX_LOG_WARN,

@@ -26,6 +26,13 @@
  *   --maxfilesize N CURLOPT_MAXFILESIZE_LARGE (a curl_off_t option)
  *   --cainfo-blob F trust the certificate in F, passed in memory with
  *                   CURLOPT_CAINFO_BLOB (a blob option)
+ *   --fork-stress N no transfers: 2 threads set options on their handles
+ *                   in a loop while the main thread forks N children
+ *                   that each set an option on a third and exit; prints
+ *                   "forks K", K the children that exited normally (one
+ *                   that inherited a held lock is killed by SIGALRM
+ *                   after 5 s and not counted; the
+ *                   forking stops there)
  *
  * Output, one line per transfer (flushed):
  *   <thread> <i> <curlcode> <http status> <elapsed us> <errbuf or ->
@@ -34,11 +41,14 @@
  */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
@@ -200,6 +210,59 @@ static void run_multi(void)
 	free(slots);
 }
 
+static atomic_int stress_stop;
+
+/* Each churning thread sets options on its own handle: curl_easy_setopt
+ * takes no lock of libcurl's (curl_easy_init does: libcurl's own global
+ * spinlock, which a fork can leave held in the child whatever we do). */
+static void *churn(void *arg)
+{
+	CURL *h = arg;
+
+	while (!atomic_load(&stress_stop)) {
+		curl_easy_setopt(h, CURLOPT_URL, urls[0]);
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PATCH");
+	}
+	return NULL;
+}
+
+static int fork_stress(int n)
+{
+	CURL *mine = curl_easy_init(), *theirs[2];
+	pthread_t tid[2];
+	int i, done = 0;
+
+	for (i = 0; i < 2; i++) {
+		theirs[i] = curl_easy_init();
+		pthread_create(&tid[i], NULL, churn, theirs[i]);
+	}
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			/* A child stuck on an inherited lock dies in 5 s
+			 * and is not counted, instead of spinning on. */
+			alarm(5);
+			curl_easy_setopt(mine, CURLOPT_URL, urls[0]);
+			_exit(0);
+		}
+		if (pid > 0 && waitpid(pid, &st, 0) == pid &&
+		    WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			done++;
+		else
+			break; /* one lost child is enough to know */
+	}
+	atomic_store(&stress_stop, 1);
+	for (i = 0; i < 2; i++) {
+		pthread_join(tid[i], NULL);
+		curl_easy_cleanup(theirs[i]);
+	}
+	curl_easy_cleanup(mine);
+	printf("forks %d\n", done);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: curl_client [--mode easy|multi] [--threads N] "
@@ -213,7 +276,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	pthread_t tid[64];
-	int i;
+	int i, stress = 0;
 
 	for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
 		const char *o = argv[i];
@@ -243,6 +306,8 @@ int main(int argc, char **argv)
 			method = v, i++;
 		else if (strcmp(o, "--timeout-ms") == 0)
 			timeout_ms = atol(v), i++;
+		else if (strcmp(o, "--fork-stress") == 0)
+			stress = atoi(v), i++;
 		else if (strcmp(o, "--maxfilesize") == 0)
 			maxfilesize = (curl_off_t)atoll(v), i++;
 		else if (strcmp(o, "--cainfo-blob") == 0) {
@@ -268,6 +333,8 @@ int main(int argc, char **argv)
 	urls = argv + i;
 	nurls = argc - i;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (stress > 0)
+		return fork_stress(stress);
 	if (strcmp(mode, "multi") == 0) {
 		run_multi();
 	} else if (strcmp(mode, "easy") == 0) {
