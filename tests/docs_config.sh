@@ -3,7 +3,8 @@
 # table in preload/config.c) is documented in docs/config.md and in the
 # resilix(7) man page, and neither documents a variable the shim does not
 # read (names it reserves for later, or tools' names, are allowed in
-# docs/config.md's "Names that are not variables" only).
+# docs/config.md's "Names that are not variables" only); and every option
+# of resilix-run is in resilix-run(1).
 set -u
 src=${RESILIX_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/resilix-docs.XXXXXX")
@@ -47,5 +48,17 @@ grep -ho 'RESILIX_[A-Z0-9_]*[A-Z0-9]' "$src/docs/config.md" "$src/docs/man/resil
 	sort -u >"$tmp/mentioned"
 sort -u "$tmp/code" "$tmp/other" >"$tmp/known"
 check "mentioned in the docs, unknown to the parser" "$tmp/mentioned" "$tmp/known"
-echo "$(wc -l <"$tmp/code" | tr -d ' ') variables checked"
+
+# resilix-run(1) names every option of scripts/resilix-run: the table of
+# options that set a variable ([--open-ms]=RESILIX_OPEN_MS) and the case
+# labels of the others (--check), as "\-\-name" in the roff source.
+{
+	sed -n 's/^[[:space:]]*\[\(--[a-z0-9-]*\)\]=RESILIX_.*/\1/p' "$src/scripts/resilix-run"
+	sed -n 's/^[[:space:]]*\(--[a-z][a-z0-9-]*\)\( | --[a-z-]*\)*)$/\1/p' "$src/scripts/resilix-run"
+} | sort -u >"$tmp/opts"
+grep -o '\\-\\-[a-z][a-z0-9\\-]*' "$src/docs/man/resilix-run.1" |
+	sed 's/\\-/-/g' | sort -u >"$tmp/manopts"
+check "options of resilix-run, not in resilix-run(1)" "$tmp/opts" "$tmp/manopts"
+echo "$(wc -l <"$tmp/code" | tr -d ' ') variables and" \
+	"$(wc -l <"$tmp/opts" | tr -d ' ') options checked"
 exit $status

@@ -128,6 +128,23 @@ rx_assert_grep "final count after exit" \
 	"$prom"
 rx_upstream_stop sh
 
+# --- 8 threads settling at once, a write at every settlement: one writer
+# --- at a time (the others skip), and the exit write has every call ------
+rx_upstream_start threads --phases 0:ok
+rm -f "$prom"
+rx_shim "${guard[@]}" RESILIX_METRICS_INTERVAL_MS=0 "$CLIENT" --port "$RX_PORT" \
+	--threads 8 --requests 100 --keepalive >"$out" 2>"$err" ||
+	rx_fail "client exit status $?"
+rx_assert_eq "requests answered" 800 "$(rx_count threads 200)"
+rx_assert_grep "all 800 calls in the final file" \
+	"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 800$" \
+	"$prom"
+rx_assert_grep "and in the latency summary's count" \
+	"^resilix_call_latency_seconds_count\\{key=\"127.0.0.1:$RX_PORT\"\\} 800$" \
+	"$prom"
+rx_assert_no_grep "no error from the writer" 'metrics-write-failed' "$err"
+rx_upstream_stop threads
+
 # --- fork: %p gives each process its own file; without it the child ----
 # --- leaves the parent's file alone (ADR-161) --------------------------------
 two_lines() { [ "$(wc -l <"$1")" -ge 2 ]; }
