@@ -152,10 +152,51 @@ bool rx__ready(void)
 	       INIT_READY;
 }
 
-/* Is this process the one whose state we hold? See "Fork" above. */
+/* Is this process the one whose state we hold? See "Fork" above. A
+ * system call (glibc does not cache the pid): used where state is dropped
+ * (close, close_range, a reconnect), which a vfork child may reach. */
 static bool owner(void)
 {
 	return getpid() == owner_pid;
+}
+
+/*
+ * The request path's owner check (ADR-150): a word in a page advised
+ * MADV_WIPEONFORK, which the kernel zeroes in every forked child, with or
+ * without atfork (_Fork, a raw clone), and which after_fork_child sets
+ * again. A load instead of a getpid system call twice per request. A vfork
+ * or CLONE_VM child shares the page and passes this check; the paths it
+ * guards (admission on a kept-alive write, settlement at the first byte)
+ * are not ones such a child reaches before it execs, and the paths that
+ * drop state keep owner(). Without the advice (an old kernel), owner().
+ */
+static _Atomic uint32_t *fork_word;
+
+static bool owner_fast(void)
+{
+	_Atomic uint32_t *w =
+	    atomic_load_explicit(&fork_word, memory_order_relaxed);
+
+	if (w)
+		return atomic_load_explicit(w, memory_order_relaxed) != 0;
+	return owner();
+}
+
+/* Map and arm the word (start-up). Leaves fork_word NULL on failure. */
+static void arm_fork_word(void)
+{
+	void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE),
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) != 0) {
+		munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+		return;
+	}
+	atomic_store((_Atomic uint32_t *)p, 1);
+	atomic_store(&fork_word, (_Atomic uint32_t *)p);
 }
 
 static struct rx_rng *thread_rng(void)
@@ -549,11 +590,14 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(key_wait_of(g));
-	rx__log(RX_LOG_DEBUG,
-		"key=%s event=settle verdict=%s latency_us=%llu "
-		"at=%s",
-		key_of(g), rx_verdict_name(v),
-		(unsigned long long)obs.latency_us, at);
+	/* Checked here, not only in rx__log: the arguments (a registry
+	 * lookup for the key) cost more than the check (ADR-150). */
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=settle verdict=%s latency_us=%llu "
+			"at=%s",
+			key_of(g), rx_verdict_name(v),
+			(unsigned long long)obs.latency_us, at);
 	watch_log(&w, g);
 	if (log_limit)
 		rx__log(RX_LOG_INFO,
@@ -633,7 +677,7 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v,
 	struct ending end;
 	uint64_t now;
 
-	if (!owner())
+	if (!owner_fast())
 		return;
 	now = now_ns();
 	l = rx__fd_lock(op->fd);
@@ -716,7 +760,7 @@ static bool settle_overdue(struct rx_op *op)
 	enum rx_verdict v;
 	uint64_t now;
 
-	if (!owner())
+	if (!owner_fast())
 		return false;
 	now = now_ns();
 	l = rx__fd_lock(op->fd);
@@ -737,7 +781,7 @@ static void connected(struct rx_op *op)
 {
 	struct rx_lock *l;
 
-	if (!owner())
+	if (!owner_fast())
 		return;
 	l = rx__fd_lock(op->fd);
 	rx__lock(l);
@@ -995,7 +1039,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	int status = 0, i;
 	uint64_t now;
 
-	if (!owner())
+	if (!owner_fast())
 		return;
 	now = now_ns();
 	l = rx__fd_lock(op->fd);
@@ -1112,7 +1156,7 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	/* Inside curl_easy_perform a new request on a kept-alive
 	 * connection is the curl layer's (ADR-152). */
 	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
-		if (!owner())
+		if (!owner_fast())
 			goto pass;
 		l = rx__fd_lock(fd);
 		rx__lock(l);
@@ -1313,6 +1357,8 @@ static void after_fork_child(void)
 	rx__metrics_after_fork();
 	fork_locked = false;
 	owner_pid = getpid();
+	if (fork_word) /* wiped by the fork; atfork ran: ours again */
+		atomic_store(fork_word, 1);
 	rng_seed ^= (uint64_t)owner_pid << 32;
 	atomic_fetch_add(&rng_epoch, 1);
 	rx__inside = 0;
@@ -1409,6 +1455,7 @@ static int init_once(void)
 	}
 	atomic_store(&rx__dns_on, cfg.key_host);
 	owner_pid = getpid();
+	arm_fork_word();
 	rng_seed =
 	    ((uint64_t)owner_pid << 32) ^ now_ns() ^ (uint64_t)time(NULL);
 	atomic_store(&rng_epoch, 1);

@@ -44,6 +44,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "hot.h"
 #include "shim.h"
 
 /* glibc's fortify failure: prints "buffer overflow detected" and aborts. */
@@ -62,6 +63,73 @@ ssize_t __send(int fd, const void *buf, size_t len, int flags);
 #ifndef MSG_FASTOPEN
 #define MSG_FASTOPEN 0x20000000
 #endif
+
+/*
+ * The fast path of every wrapper (ADR-150): the phase of @fd, read with
+ * one bounds check and one load, and nothing else. A receiving call only
+ * matters while a call waits for its first byte; a sending call only on a
+ * tracked fd that is not done. Everything else - the untracked fds of a
+ * process, body bytes of an answered call - goes straight to the real
+ * function by a tail call: the wrapper then costs a few instructions over
+ * a bare interposer (scripts/bench, section preload).
+ */
+/* Internal to the library: reached PC-relative, not through the GOT. */
+extern struct rx_fd *rx__fd_table __attribute__((visibility("hidden")));
+extern _Atomic uint32_t rx__fd_capacity __attribute__((visibility("hidden")));
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+
+/* The phase of @fd, which must be below the capacity. */
+static inline __attribute__((always_inline)) unsigned phase_at(int fd)
+{
+	return atomic_load_explicit(&rx__fd_table[(unsigned)fd].phase,
+				    memory_order_relaxed);
+}
+
+/* The table's capacity: 0 until the shim is initialised, and published
+ * only after the symbols were bound (call.c, rx__init). Plain load. */
+static inline __attribute__((always_inline)) uint32_t capacity(void)
+{
+	return __atomic_load_n((const uint32_t *)&rx__fd_capacity,
+			       __ATOMIC_ACQUIRE);
+}
+
+static inline __attribute__((always_inline)) bool recv_passes(unsigned ph)
+{
+	return ph != RX_FD_CONNECTING && ph != RX_FD_WAITING;
+}
+
+static inline __attribute__((always_inline)) bool send_passes(unsigned ph)
+{
+	return ph == RX_FD_UNTRACKED || ph == RX_FD_DONE;
+}
+
+/*
+ * FAST_RECV/FAST_SEND(name, fd, args...): the whole wrapper for an fd that
+ * does not matter - below the capacity and in a phase that passes - is a
+ * tail call through the hot table. An fd at or beyond the capacity (or
+ * any fd before start-up) takes rx__real_X, which checks the binding.
+ */
+#define FAST_RECV(name, fd, ...)                                             \
+	do {                                                                 \
+		if (LIKELY((unsigned)(fd) < capacity())) {                   \
+			if (LIKELY(recv_passes(phase_at(fd))))               \
+				return RX_HOT(name)(fd, __VA_ARGS__);        \
+		} else {                                                     \
+			return rx__real_##name(fd, __VA_ARGS__);             \
+		}                                                            \
+	} while (0)
+#define FAST_SEND(name, fd, ...)                                             \
+	do {                                                                 \
+		if (LIKELY((unsigned)(fd) < capacity())) {                   \
+			if (LIKELY(send_passes(phase_at(fd))))               \
+				return RX_HOT(name)(fd, __VA_ARGS__);        \
+		} else {                                                     \
+			return rx__real_##name(fd, __VA_ARGS__);             \
+		}                                                            \
+	} while (0)
+
+#define RX_NOINLINE __attribute__((noinline))
 
 /* Total bytes an iovec array asks for (0 for an invalid count: the real
  * call will fail with EINVAL). Saturates instead of wrapping. */
@@ -82,7 +150,7 @@ static size_t iov_total(const struct iovec *iov, long cnt)
 
 /* ---- receiving ---------------------------------------------------- */
 
-static ssize_t do_read(int fd, void *buf, size_t len)
+static RX_NOINLINE ssize_t do_read(int fd, void *buf, size_t len)
 {
 	struct rx_op op;
 	struct iovec iov;
@@ -97,7 +165,7 @@ static ssize_t do_read(int fd, void *buf, size_t len)
 	return n;
 }
 
-static ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
+static RX_NOINLINE ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
 			   struct sockaddr *sa, socklen_t *salen)
 {
 	struct rx_op op;
@@ -113,7 +181,7 @@ static ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
 	return n;
 }
 
-static ssize_t do_recv(int fd, void *buf, size_t len, int flags)
+static RX_NOINLINE ssize_t do_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct rx_op op;
 	struct iovec iov;
@@ -130,23 +198,26 @@ static ssize_t do_recv(int fd, void *buf, size_t len, int flags)
 
 RX_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
+	FAST_RECV(read, fd, buf, len);
 	return do_read(fd, buf, len);
 }
 
 RX_EXPORT ssize_t __read(int fd, void *buf, size_t len)
 {
-	return do_read(fd, buf, len);
+	return read(fd, buf, len);
 }
 
 RX_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
 	if (len > buflen)
 		__chk_fail();
+	FAST_RECV(read, fd, buf, len);
 	return do_read(fd, buf, len);
 }
 
 RX_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
+	FAST_RECV(recv, fd, buf, len, flags);
 	return do_recv(fd, buf, len, flags);
 }
 
@@ -155,6 +226,7 @@ RX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 {
 	if (len > buflen)
 		__chk_fail();
+	FAST_RECV(recv, fd, buf, len, flags);
 	return do_recv(fd, buf, len, flags);
 }
 
@@ -177,6 +249,8 @@ RX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct rx_op op;
 	ssize_t n;
+
+	FAST_RECV(readv, fd, iov, iovcnt);
 
 	if (rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) != RX_OP_TRACK)
 		return rx__real_readv(fd, iov, iovcnt);
@@ -256,7 +330,7 @@ static int send_begin(struct rx_op *op, int fd, int flags, size_t len)
 	}
 }
 
-RX_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+static RX_NOINLINE ssize_t do_write(int fd, const void *buf, size_t len)
 {
 	struct rx_op op;
 	ssize_t n;
@@ -271,12 +345,19 @@ RX_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	return n;
 }
 
+RX_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	FAST_SEND(write, fd, buf, len);
+	return do_write(fd, buf, len);
+}
+
 RX_EXPORT ssize_t __write(int fd, const void *buf, size_t len)
 {
 	return write(fd, buf, len);
 }
 
-RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+static RX_NOINLINE ssize_t do_send(int fd, const void *buf, size_t len,
+				   int flags)
 {
 	struct rx_op op;
 	ssize_t n;
@@ -351,7 +432,10 @@ RX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = send_begin(&op, fd, 0, iov_total(iov, iovcnt));
+	int b;
+
+	FAST_SEND(writev, fd, iov, iovcnt);
+	b = send_begin(&op, fd, 0, iov_total(iov, iovcnt));
 
 	if (b == 0)
 		return rx__real_writev(fd, iov, iovcnt);
@@ -386,6 +470,12 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	n = rx__real_sendmsg(fd, msg, flags);
 	rx__write_end(&op, n);
 	return n;
+}
+
+RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	FAST_SEND(send, fd, buf, len, flags);
+	return do_send(fd, buf, len, flags);
 }
 
 RX_EXPORT ssize_t __send(int fd, const void *buf, size_t len, int flags)

@@ -83,6 +83,25 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
 	const unsigned char *p = buf;
 	size_t i;
 
+	/*
+	 * Fast path (ADR-150): the whole status line "HTTP/d.d ddd" at the
+	 * start of a fresh response, the usual case, is decided with a few
+	 * compares instead of a step per byte. Interim responses and split
+	 * status lines take the byte-by-byte path below.
+	 */
+	if (s->state == S_STATUS && s->pos == 0 && len >= P_CODE + 3 &&
+	    memcmp(p, "HTTP/", 5) == 0 && is_digit(p[P_MAJOR]) &&
+	    p[P_DOT] == '.' && is_digit(p[P_MINOR]) && p[P_SP] == ' ' &&
+	    is_digit(p[P_CODE]) && is_digit(p[P_CODE + 1]) &&
+	    is_digit(p[P_CODE + 2]) && p[P_CODE] != '1') {
+		s->lines++;
+		s->pos = P_CODE + 3;
+		s->status = (uint16_t)((p[P_CODE] - '0') * 100 +
+				       (p[P_CODE + 1] - '0') * 10 +
+				       (p[P_CODE + 2] - '0'));
+		*status = s->status;
+		return RX_SNIFF_FINAL;
+	}
 	for (i = 0; i < len; i++) {
 		unsigned char c = p[i];
 

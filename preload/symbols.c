@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hot.h"
 #include "shim.h"
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
@@ -147,18 +148,17 @@ static void bind_all(void)
 }
 
 /*
- * Returns true when the table is bound (possibly by this call), false
- * when binding is in progress here or elsewhere and the caller must use
- * the system call.
+ * Bind the table unless another call is binding it. Out of line: it runs
+ * once per process, and keeping it out of bound() keeps every wrapper's
+ * fast path free of its frame.
  */
-static bool bound(void)
+static void publish_hot(void);
+
+static __attribute__((noinline, cold)) bool bind_slow(int s)
 {
-	int s = atomic_load_explicit(&state, memory_order_acquire);
 	int expected = UNBOUND;
 	int saved;
 
-	if (s == BOUND)
-		return true;
 	if (s == BINDING || !atomic_compare_exchange_strong_explicit(
 				&state, &expected, BINDING,
 				memory_order_acq_rel, memory_order_acquire))
@@ -166,9 +166,24 @@ static bool bound(void)
 	/* dlsym may set errno (a failed lookup): never let it leak. */
 	saved = errno;
 	bind_all();
+	publish_hot();
 	errno = saved;
 	atomic_store_explicit(&state, BOUND, memory_order_release);
 	return true;
+}
+
+/*
+ * Returns true when the table is bound (possibly by this call), false
+ * when binding is in progress here or elsewhere and the caller must use
+ * the system call. Once bound: one load and one branch.
+ */
+static inline __attribute__((always_inline)) bool bound(void)
+{
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+
+	if (__builtin_expect(s == BOUND, 1))
+		return true;
+	return bind_slow(s);
 }
 
 void rx__symbols_resolve(void)
@@ -178,6 +193,68 @@ void rx__symbols_resolve(void)
 
 /* The fallback when there is no real function (yet, or ever). */
 #define SYS(...) syscall(__VA_ARGS__)
+
+/*
+ * The hot functions (every read and write of the process goes through
+ * them) are split: the fast path - bound, and the symbol found - is a
+ * load, a compare and a tail call, with no frame; anything else goes to an
+ * out-of-line slow path that binds or falls back to the system call.
+ */
+#define FAST(name)                                                           \
+	__builtin_expect(atomic_load_explicit(&state, memory_order_acquire) ==   \
+				 BOUND &&                                          \
+			     real.name != NULL,                                \
+			 1)
+#define RX_SLOW __attribute__((noinline, cold))
+
+/* The hot table's starting point: the system calls (hot.h). */
+static ssize_t sys_read(int fd, void *buf, size_t len)
+{
+	return SYS(SYS_read, fd, buf, len);
+}
+
+static ssize_t sys_write(int fd, const void *buf, size_t len)
+{
+	return SYS(SYS_write, fd, buf, len);
+}
+
+static ssize_t sys_send(int fd, const void *buf, size_t len, int flags)
+{
+	return SYS(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+static ssize_t sys_recv(int fd, void *buf, size_t len, int flags)
+{
+	return SYS(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+static ssize_t sys_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return SYS(SYS_readv, fd, iov, iovcnt);
+}
+
+static ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return SYS(SYS_writev, fd, iov, iovcnt);
+}
+
+struct rx_hot rx__hot = {sys_read, sys_write, sys_send,
+			 sys_recv, sys_readv, sys_writev};
+
+/* Swap the real functions into the hot table (bind_slow, once). */
+static void publish_hot(void)
+{
+#define PUT(name)                                                            \
+	if (real.name)                                                       \
+		__atomic_store_n(&rx__hot.name, real.name, __ATOMIC_RELEASE)
+	PUT(read);
+	PUT(write);
+	PUT(send);
+	PUT(recv);
+	PUT(readv);
+	PUT(writev);
+#undef PUT
+}
 
 int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
@@ -193,11 +270,18 @@ int rx__real_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	return (int)SYS(SYS_getsockopt, fd, level, name, val, len);
 }
 
-int rx__real_close(int fd)
+static RX_SLOW int close_slow(int fd)
 {
 	if (bound() && real.close)
 		return real.close(fd);
 	return (int)SYS(SYS_close, fd);
+}
+
+int rx__real_close(int fd)
+{
+	if (FAST(close))
+		return real.close(fd);
+	return close_slow(fd);
 }
 
 int rx__real_socket(int domain, int type, int protocol)
@@ -249,32 +333,60 @@ int rx__real_dup3(int fd, int fd2, int flags)
 	return (int)SYS(SYS_dup3, fd, fd2, flags);
 }
 
-ssize_t rx__real_send(int fd, const void *buf, size_t len, int flags)
+static RX_SLOW ssize_t send_slow(int fd, const void *buf, size_t len, int flags)
 {
 	if (bound() && real.send)
 		return real.send(fd, buf, len, flags);
-	return SYS(SYS_sendto, fd, buf, len, flags, NULL, 0);
+	return (ssize_t)SYS(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+ssize_t rx__real_send(int fd, const void *buf, size_t len, int flags)
+{
+	if (FAST(send))
+		return real.send(fd, buf, len, flags);
+	return send_slow(fd, buf, len, flags);
+}
+
+static RX_SLOW ssize_t recv_slow(int fd, void *buf, size_t len, int flags)
+{
+	if (bound() && real.recv)
+		return real.recv(fd, buf, len, flags);
+	return (ssize_t)SYS(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
 }
 
 ssize_t rx__real_recv(int fd, void *buf, size_t len, int flags)
 {
-	if (bound() && real.recv)
+	if (FAST(recv))
 		return real.recv(fd, buf, len, flags);
-	return SYS(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+	return recv_slow(fd, buf, len, flags);
+}
+
+static RX_SLOW ssize_t read_slow(int fd, void *buf, size_t len)
+{
+	if (bound() && real.read)
+		return real.read(fd, buf, len);
+	return (ssize_t)SYS(SYS_read, fd, buf, len);
 }
 
 ssize_t rx__real_read(int fd, void *buf, size_t len)
 {
-	if (bound() && real.read)
+	if (FAST(read))
 		return real.read(fd, buf, len);
-	return SYS(SYS_read, fd, buf, len);
+	return read_slow(fd, buf, len);
+}
+
+static RX_SLOW ssize_t write_slow(int fd, const void *buf, size_t len)
+{
+	if (bound() && real.write)
+		return real.write(fd, buf, len);
+	return (ssize_t)SYS(SYS_write, fd, buf, len);
 }
 
 ssize_t rx__real_write(int fd, const void *buf, size_t len)
 {
-	if (bound() && real.write)
+	if (FAST(write))
 		return real.write(fd, buf, len);
-	return SYS(SYS_write, fd, buf, len);
+	return write_slow(fd, buf, len);
 }
 
 ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
@@ -307,18 +419,32 @@ ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags)
 	return SYS(SYS_recvmsg, fd, msg, flags);
 }
 
-ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt)
+static RX_SLOW ssize_t writev_slow(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (bound() && real.writev)
 		return real.writev(fd, iov, iovcnt);
-	return SYS(SYS_writev, fd, iov, iovcnt);
+	return (ssize_t)SYS(SYS_writev, fd, iov, iovcnt);
+}
+
+ssize_t rx__real_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (FAST(writev))
+		return real.writev(fd, iov, iovcnt);
+	return writev_slow(fd, iov, iovcnt);
+}
+
+static RX_SLOW ssize_t readv_slow(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (bound() && real.readv)
+		return real.readv(fd, iov, iovcnt);
+	return (ssize_t)SYS(SYS_readv, fd, iov, iovcnt);
 }
 
 ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	if (bound() && real.readv)
+	if (FAST(readv))
 		return real.readv(fd, iov, iovcnt);
-	return SYS(SYS_readv, fd, iov, iovcnt);
+	return readv_slow(fd, iov, iovcnt);
 }
 
 int rx__real_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
