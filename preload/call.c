@@ -161,7 +161,7 @@ static bool owner(void)
 }
 
 /*
- * The request path's owner check (ADR-150): a word in a page advised
+ * The request path's owner check (ADR-146): a word in a page advised
  * MADV_WIPEONFORK, which the kernel zeroes in every forked child, with or
  * without atfork (_Fork, a raw clone), and which after_fork_child sets
  * again. A load instead of a getpid system call twice per request. A vfork
@@ -591,7 +591,7 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	if (waiters > 0)
 		wake_waiters(key_wait_of(g));
 	/* Checked here, not only in rx__log: the arguments (a registry
-	 * lookup for the key) cost more than the check (ADR-150). */
+	 * lookup for the key) cost more than the check (ADR-146). */
 	if (rx__log_enabled(RX_LOG_DEBUG))
 		rx__log(RX_LOG_DEBUG,
 			"key=%s event=settle verdict=%s latency_us=%llu "

@@ -1,6 +1,6 @@
 /*
  * preload/hot.h - the real functions of the hottest wrappers, for io.c's
- * fast path (ADR-150).
+ * fast path (ADR-146).
  *
  * Every read and write of the host process goes through the shim, almost
  * all of them on fds it does not track. For those, io.c calls the real

@@ -65,7 +65,7 @@ ssize_t __send(int fd, const void *buf, size_t len, int flags);
 #endif
 
 /*
- * The fast path of every wrapper (ADR-150): the phase of @fd, read with
+ * The fast path of every wrapper (ADR-146): the phase of @fd, read with
  * one bounds check and one load, and nothing else. A receiving call only
  * matters while a call waits for its first byte; a sending call only on a
  * tracked fd that is not done. Everything else - the untracked fds of a

@@ -252,7 +252,7 @@ struct rx_fd {
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));
 
 /* An entry fills one power-of-two slot: the fast path of every I/O call
- * finds fd's phase with a shift instead of a multiply (ADR-150), and no two
+ * finds fd's phase with a shift instead of a multiply (ADR-146), and no two
  * fds share a cache line. Untouched entries cost no memory (mmap). */
 _Static_assert(sizeof(struct rx_fd) == RX_FD_ENTRY_BYTES,
 	       "struct rx_fd outgrew its slot: raise RX_FD_ENTRY_BYTES");

@@ -84,7 +84,7 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
 	size_t i;
 
 	/*
-	 * Fast path (ADR-150): the whole status line "HTTP/d.d ddd" at the
+	 * Fast path (ADR-146): the whole status line "HTTP/d.d ddd" at the
 	 * start of a fresh response, the usual case, is decided with a few
 	 * compares instead of a step per byte. Interim responses and split
 	 * status lines take the byte-by-byte path below.
