@@ -533,6 +533,9 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 	if (d == RX_ADMIT)
 		return true;
 	log_refused(g, &why, where, 0);
+	/* A refusal storm changes the refusal counters the most: let it
+	 * drive the metrics file too (no lock held here). */
+	rx__metrics_tick(*now);
 	return false;
 }
 

@@ -3,7 +3,8 @@
  * format, written atomically, driven by the host's own calls.
  *
  * Design. There is no thread and no timer in the host (DESIGN.md section
- * 3): when a call settles, rx__metrics_tick compares the monotonic time
+ * 3): when a call settles or is refused (a refusal storm is when the
+ * counters move most), rx__metrics_tick compares the monotonic time
  * with the next write time (one atomic load) and, once
  * RESILIX_METRICS_INTERVAL_MS has passed, the settling thread writes the
  * file; a destructor writes it once more at exit (ADR-160). Only one thread

@@ -3,7 +3,8 @@
  *
  * RESILIX_METRICS_FILE names a file that the shim rewrites, atomically (a
  * temporary file in the same directory, then rename), at most every
- * RESILIX_METRICS_INTERVAL_MS when a call settles, and once more at exit.
+ * RESILIX_METRICS_INTERVAL_MS when a call settles or is refused, and once
+ * more at exit.
  * No thread and no timer run in the host (DESIGN.md section 3): the host's
  * own calls drive the writes. Writing never influences admission
  * (ADR-010): the writer only reads copies of the statistics, and any
@@ -12,7 +13,7 @@
  * Call order, all from call.c:
  *   rx__metrics_setup     once, at start-up (allocates, by mmap);
  *   rx__metrics_observe   under the guard's lock, after rx_guard_settle;
- *   rx__metrics_tick      after a settlement, with no lock held;
+ *   rx__metrics_tick      after a settlement or a refusal, no lock held;
  *   rx__metrics_after_fork in a forked child (atfork child handler).
  * The destructor in metrics.c writes the last file at exit.
  */
@@ -47,7 +48,8 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 			 const struct rx_observation *obs);
 
 /*
- * rx__metrics_tick - a call settled at @now_ns (monotonic): write the file
+ * rx__metrics_tick - a call settled or was refused at @now_ns (monotonic):
+ * write the file
  * if the interval has passed and no other thread is writing (a try-lock:
  * the others skip). No lock may be held by the caller. Preserves errno.
  * Cost: one atomic load when it is not time; otherwise O(keys) plus the

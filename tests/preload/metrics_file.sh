@@ -182,6 +182,23 @@ print(os.getpid(), flush=True)'
 	rx_upstream_stop fork
 fi
 
+# --- refusals drive writes too: an open breaker's refusals show while ----
+# --- the program still runs, though no call settles ------------------------
+rx_upstream_start storm --phases 0:status:500
+rm -f "$prom"
+rx_shim "${guard[@]}" RESILIX_METRICS_INTERVAL_MS=100 "$CLIENT" \
+	--port "$RX_PORT" --requests 80 --interval-ms 25 >/dev/null 2>"$err" &
+cpid=$!
+refusals_seen() {
+	[ "$(sed -n 's/^resilix_refusals_total{.*reason="circuit-open"} //p' \
+		"$prom" 2>/dev/null)" -ge 10 ] 2>/dev/null
+}
+rx_wait_for 5 refusals_seen || rx_fail "no refusals in the file during the run"
+kill -0 "$cpid" 2>/dev/null || rx_fail "the program ended before the refusals showed"
+rx_log "ok: refusals showed in the file while the breaker was open"
+wait "$cpid"
+rx_upstream_stop storm
+
 # --- an unwritable destination: one warning, guarding unchanged ------------
 rx_upstream_start bad --phases 0:status:500
 rx_shim "${guard[@]}" RESILIX_METRICS_FILE=$RX_TMP/no/such/dir/m.prom \
