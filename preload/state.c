@@ -236,12 +236,20 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 
 	if (!cfg->state_file || getauxval(AT_SECURE))
 		return;
-	if (strlen(cfg->state_file) >= sizeof(path) - 24) {
+	/* A relative name is resolved now: the program may chdir before
+	 * it exits (git, daemons), and the exit write must land here. */
+	path[0] = '\0';
+	if (cfg->state_file[0] != '/' &&
+	    (!getcwd(path, sizeof(path)) || path[0] != '/'))
+		path[0] = '\0';
+	if (path[0] != '\0' && strcmp(path, "/") != 0)
+		strcat(path, "/");
+	if (strlen(path) + strlen(cfg->state_file) >= sizeof(path) - 24) {
 		rx__log_plain("RESILIX_STATE_FILE is too long; guarding goes "
 			      "on without state across processes");
 		return;
 	}
-	strcpy(path, cfg->state_file);
+	strcat(path, cfg->state_file);
 	writer_pid = getpid();
 	if (!sibling(lock_path, sizeof(lock_path), ".lock", 0) ||
 	    !sibling(tmp_path, sizeof(tmp_path), ".tmp.", (long)writer_pid))
