@@ -17,6 +17,8 @@
 #               is tracked afresh.
 #   shutdown    shutdown(SHUT_RDWR) then EOF: rejected, not transient.
 #   fcntl       fcntl's int, pointer and absent third argument forwarded.
+#   spawn       subprocess children (vfork, closing fds before exec) leave
+#               the parent's call in flight alone.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 FDOPS=$RESILIX_BUILDDIR/tests/support/fdops
@@ -85,6 +87,28 @@ run shutdown "$FDOPS" shutdown "$LAT"
 rx_assert_eq "shutdown: the EOF we caused is not evidence" \
 	"key=127.0.0.1:$LAT,verdict=rejected,at=close," \
 	"$(settles "$RX_TMP/shutdown.err" shutdown)"
+
+# A vfork-style child (python's subprocess: vfork, then closing every fd
+# above 2 before exec) must not abandon the parent's call in flight.
+if command -v python3 >/dev/null 2>&1; then
+	rx_shim RESILIX_LOG=debug python3 -c '
+import socket, subprocess, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+for i in range(3):
+    subprocess.run(["true"], close_fds=True, check=True)
+print(s.recv(12).decode())
+s.close()
+' "$LAT" >"$RX_TMP/spawn.out" 2>"$RX_TMP/spawn.err" ||
+		rx_fail "spawn: exit status $?"
+	rx_dump_on_fail "$RX_TMP/spawn.err"
+	rx_assert_eq "spawn: the response" "HTTP/1.1 200" "$(cat "$RX_TMP/spawn.out")"
+	rx_assert_eq "spawn: the parent's call settled at its first byte" \
+		"verdict=success,at=first-byte" \
+		"$(grep 'event=settle' "$RX_TMP/spawn.err" |
+			sed -n 's/.*\(verdict=[a-z]*\).*\(at=[a-z-]*\).*/\1,\2/p' |
+			paste -sd' ')"
+fi
 
 run fcntl "$FDOPS" fcntl
 rx_assert_eq "fcntl: results" "fcntl ok dup=1 unlocked=1" \

@@ -59,6 +59,12 @@ rx_shim RESILIX_LOG=debug python3 -c "$poll" "$RX_PORT" >"$out" 2>"$err" ||
 rx_assert_eq "unanswered, no deadline: abandoned at close" "rejected,close" \
 	"$(settles "$err")"
 
+# Abandonment past the slow threshold (no deadline set) is a timeout too.
+rx_shim RESILIX_LOG=debug RESILIX_SLOW_CALL_MS=300 python3 -c "$poll" \
+	"$RX_PORT" >"$out" 2>"$err" || rx_fail "poller exit status $?"
+rx_assert_eq "unanswered, closed past the slow threshold" "timeout,close" \
+	"$(settles "$err")"
+
 # 3. asyncio: wait_for gives up after 0.8 s and closes the connection.
 waiter='
 import asyncio, sys
