@@ -183,9 +183,9 @@ static int fmt_ts(char *buf, size_t size)
 }
 
 /*
- * May @lines (1 or 2) lines be written now? GCRA: each line pushes the theoretical
- * arrival time one emission interval later; a line is refused while that
- * time is more than (burst - 1) intervals ahead of now. Lock-free, O(1)
+ * May @lines (1 or 2) lines be written now? GCRA: each line pushes the
+ * theoretical arrival time one emission interval later; a line is refused while
+ * that time is more than (burst - 1) intervals ahead of now. Lock-free, O(1)
  * expected.
  */
 static bool log_admit(unsigned lines)
@@ -196,17 +196,16 @@ static bool log_admit(unsigned lines)
 
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		return true;
-	now = (uint64_t)ts.tv_sec * UINT64_C(1000000000) +
-	      (uint64_t)ts.tv_nsec;
+	now = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 	tat = atomic_load_explicit(&log_tat_ns, memory_order_relaxed);
 	do {
 		base = tat > now ? tat : now;
 		if (base + (lines - 1) * LOG_EMISSION_NS - now > tolerance)
 			return false;
 		next = base + lines * LOG_EMISSION_NS;
-	} while (!atomic_compare_exchange_weak_explicit(
-	    &log_tat_ns, &tat, next, memory_order_relaxed,
-	    memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(&log_tat_ns, &tat, next,
+							memory_order_relaxed,
+							memory_order_relaxed));
 	return true;
 }
 

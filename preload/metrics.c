@@ -71,8 +71,9 @@
 #include "resilix/p2.h"
 
 #define BUF_BYTES (64 * 1024)
-#define LINE_ROOM 1024 /* flush when less than this is left: a line
-			  with an escaped 255-byte key fits */
+/* Flush when less than this is left: a line with an escaped 255-byte key
+ * fits. */
+#define LINE_ROOM 1024
 
 /* The quantiles every key reports. */
 static const double quantiles[] = {0.5, 0.9, 0.99};
@@ -149,8 +150,7 @@ static bool expand_paths(pid_t pid)
 	path[o] = '\0';
 	/* Not *.prom: node-exporter's textfile collector reads only files
 	 * ending in .prom, so it never sees a half-written temporary. */
-	n = snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.%ld", path,
-		     (long)pid);
+	n = snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.%ld", path, (long)pid);
 	return n > 0 && (size_t)n < sizeof(tmp_path);
 }
 
@@ -162,9 +162,8 @@ static void *map(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-void rx__metrics_setup(const struct rx_config *cfg,
-		       struct rx_registry *reg, struct rx_lock *reg_lock,
-		       struct rx_lock *locks)
+void rx__metrics_setup(const struct rx_config *cfg, struct rx_registry *reg,
+		       struct rx_lock *reg_lock, struct rx_lock *locks)
 {
 	char msg[PATH_MAX + 128];
 
@@ -312,8 +311,9 @@ static void copy_guard(struct snap *s, uint64_t now)
 		s->sum_us = 0;
 	} else {
 		for (i = 0; i < NQ; i++) {
-			s->q[i] = rx_p2_count(&lt->q[i]) ? rx_p2_value(&lt->q[i])
-							  : NAN;
+			s->q[i] = rx_p2_count(&lt->q[i])
+				      ? rx_p2_value(&lt->q[i])
+				      : NAN;
 			/* A new interval starts with this write. */
 			rx_p2_init(&lt->q[i], quantiles[i]);
 		}
@@ -507,8 +507,9 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		family(o, "resilix_breaker_transitions_total", "counter",
 		       "Circuit breaker state changes.");
 		for (i = 0; i < n; i++)
-			put(o, "resilix_breaker_transitions_total{key=\"%s\"} "
-			       "%llu\n",
+			put(o,
+			    "resilix_breaker_transitions_total{key=\"%s\"} "
+			    "%llu\n",
 			    escape(k, snaps[i].key),
 			    (unsigned long long)snaps[i].breaker.transitions);
 		family(o, "resilix_breaker_open_remaining_seconds", "gauge",
@@ -534,8 +535,7 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		for (i = 0; i < n; i++)
 			put(o, "resilix_slow_call_ratio{key=\"%s\"} %s\n",
 			    escape(k, snaps[i].key),
-			    num(v, sizeof(v),
-				snaps[i].breaker.slow_call_rate));
+			    num(v, sizeof(v), snaps[i].breaker.slow_call_rate));
 		family(o, "resilix_window_calls", "gauge",
 		       "Calls in the breaker's window now.");
 		for (i = 0; i < n; i++)
@@ -645,9 +645,9 @@ static void write_file(uint64_t now)
 	for (i = 0; i < c.n; i++)
 		copy_guard(&snaps[i], now);
 
-	o.fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				  O_NOFOLLOW,
-		    0644);
+	o.fd =
+	    open(tmp_path,
+		 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (o.fd < 0) {
 		what = "open";
 		goto fail;

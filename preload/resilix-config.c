@@ -38,7 +38,7 @@ static const char *prog = "resilix-config";
 static void report(void *arg, enum rx_config_diag kind, const char *name,
 		   const char *msg)
 {
-	const char *what = kind == RX_CONFIG_ERROR	   ? "error"
+	const char *what = kind == RX_CONFIG_ERROR     ? "error"
 			   : kind == RX_CONFIG_WARNING ? "warning"
 						       : "notice";
 
