@@ -62,7 +62,7 @@ if [ $client_ok = yes ]; then
 	rx_pyup_start c --tls "$RX_TMP/cert.pem" "$RX_TMP/key.pem" --default 200
 	out=$RX_TMP/c.out err=$RX_TMP/c.err
 	rx_dump_on_fail "$out" "$err"
-	rx_shim "${guard[@]}" "$CURL_CLIENT" --fresh --requests $((MIN + 5)) \
+	rx_shim "${guard[@]}" "$CURL_CLIENT" --requests $((MIN + 5)) \
 		"https://127.0.0.1:$RX_PORT/v" >"$out" 2>"$err" ||
 		rx_fail "curl_client exit status $?"
 	rx_assert_eq "unverified: CURLE_PEER_FAILED_VERIFICATION" $((MIN + 5)) \
