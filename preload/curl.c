@@ -171,15 +171,15 @@ static void bind_real(void)
 enum httpreq { REQ_GET = 0, REQ_POST, REQ_PUT, REQ_HEAD };
 
 struct handle_state {
-	void *handle;	       /* NULL when free */
-	uint32_t next_free;    /* free list link (index + 1, 0 = end) */
-	bool url_ok;	       /* url holds a URL we can key */
-	bool curlu;	       /* CURLOPT_CURLU: the URL is not ours to see */
-	bool upload, no_body;  /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
-	uint8_t httpreq;       /* enum httpreq */
-	uint16_t port;	       /* CURLOPT_PORT, 0 = the URL's */
-	char *errbuf;	       /* CURLOPT_ERRORBUFFER, the program's */
-	char custom[32];       /* CURLOPT_CUSTOMREQUEST, truncated */
+	void *handle;		 /* NULL when free */
+	uint32_t next_free;	 /* free list link (index + 1, 0 = end) */
+	bool url_ok;		 /* url holds a URL we can key */
+	bool curlu;		 /* CURLOPT_CURLU: the URL is not ours to see */
+	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
+	uint8_t httpreq;	 /* enum httpreq */
+	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
+	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
+	char custom[32];	 /* CURLOPT_CUSTOMREQUEST, truncated */
 	char default_scheme[16]; /* CURLOPT_DEFAULT_PROTOCOL */
 	struct rx_curl_url url;
 };
@@ -460,8 +460,8 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 {
 	switch (option) {
 	case RX_CURLOPT_URL:
-		st->url_ok = p && rx__curl_parse_url(p, st->default_scheme,
-						     &st->url);
+		st->url_ok =
+		    p && rx__curl_parse_url(p, st->default_scheme, &st->url);
 		break;
 	case RX_CURLOPT_CURLU:
 		st->curlu = p != NULL;
@@ -601,8 +601,8 @@ static void refusal_message(char *buf, const char *key,
 	switch (why->reason) {
 	case RX_REASON_CIRCUIT_OPEN:
 		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: circuit open for %.180s, retry in %llu ms", key,
-			 ms);
+			 "resilix: circuit open for %.180s, retry in %llu ms",
+			 key, ms);
 		break;
 	case RX_REASON_HALF_OPEN_BUSY:
 		snprintf(buf, RX_CURL_ERROR_SIZE,
@@ -612,10 +612,11 @@ static void refusal_message(char *buf, const char *key,
 		break;
 	default:
 		if (ms > 0)
-			snprintf(buf, RX_CURL_ERROR_SIZE,
-				 "resilix: call to %.180s refused (%s), retry in "
-				 "%llu ms",
-				 key, rx_reason_name(why->reason), ms);
+			snprintf(
+			    buf, RX_CURL_ERROR_SIZE,
+			    "resilix: call to %.180s refused (%s), retry in "
+			    "%llu ms",
+			    key, rx_reason_name(why->reason), ms);
 		else
 			snprintf(buf, RX_CURL_ERROR_SIZE,
 				 "resilix: call to %.180s refused (%s)", key,
@@ -821,8 +822,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	/* Latency is time to first byte when libcurl measured one (it
 	 * starts its clock where we do), else the whole transfer. */
 	first_byte = end;
-	if (ttfb_us > 0 &&
-	    (uint64_t)ttfb_us * RX_NS_PER_US < end - start)
+	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start)
 		first_byte = start + (uint64_t)ttfb_us * RX_NS_PER_US;
 	rx__key_settle(g, &permit, v, start, first_byte, end, "curl");
 	rx__key_release(g);

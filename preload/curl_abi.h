@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 /* Option type ranges (curl.h): an option's number is base + index. */
-#define RX_CURLOPTTYPE_LONG 0		 /* long (also VALUES) */
-#define RX_CURLOPTTYPE_OBJECTPOINT 10000 /* void *, char *, slist * */
+#define RX_CURLOPTTYPE_LONG 0		   /* long (also VALUES) */
+#define RX_CURLOPTTYPE_OBJECTPOINT 10000   /* void *, char *, slist * */
 #define RX_CURLOPTTYPE_FUNCTIONPOINT 20000 /* a function pointer */
 #define RX_CURLOPTTYPE_OFF_T 30000	   /* curl_off_t (64-bit) */
 #define RX_CURLOPTTYPE_BLOB 40000	   /* struct curl_blob * */
@@ -45,7 +45,7 @@
 #define RX_CURLOPT_CURLU 10282
 
 /* CURLINFO: type base | index. */
-#define RX_CURLINFO_RESPONSE_CODE (0x200000 + 2)	  /* long */
+#define RX_CURLINFO_RESPONSE_CODE (0x200000 + 2)	 /* long */
 #define RX_CURLINFO_STARTTRANSFER_TIME_T (0x600000 + 54) /* curl_off_t, us */
 
 /* The error buffer a program hands to CURLOPT_ERRORBUFFER. */

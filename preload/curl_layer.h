@@ -31,12 +31,12 @@ enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late);
 
 /* The parts of a URL a key is built from. */
 struct rx_curl_url {
-	char scheme[16];  /* lower case, e.g. "https" */
-	char host[256];	  /* lower case; IPv6 literals keep their [] */
-	char path[256];	  /* from the first '/' up to '?' or '#'; "/"
-			     when empty; truncated to fit */
-	uint16_t port;	  /* explicit port, else the scheme's default */
-	bool port_given;  /* the URL named the port */
+	char scheme[16];   /* lower case, e.g. "https" */
+	char host[256];	   /* lower case; IPv6 literals keep their [] */
+	char path[256];	   /* from the first '/' up to '?' or '#'; "/"
+			      when empty; truncated to fit */
+	uint16_t port;	   /* explicit port, else the scheme's default */
+	bool port_given;   /* the URL named the port */
 	bool scheme_given; /* the URL named the scheme ("x://") */
 };
 

@@ -30,13 +30,13 @@ static const struct {
 	const char *scheme;
 	uint16_t port;
 } defaults[] = {
-    {"http", 80},     {"https", 443}, {"ws", 80},	 {"wss", 443},
-    {"ftp", 21},      {"ftps", 990},  {"sftp", 22},	 {"scp", 22},
-    {"smtp", 25},     {"smtps", 465}, {"imap", 143},	 {"imaps", 993},
-    {"pop3", 110},    {"pop3s", 995}, {"ldap", 389},	 {"ldaps", 636},
-    {"telnet", 23},   {"dict", 2628}, {"gopher", 70},	 {"gophers", 70},
-    {"mqtt", 1883},   {"rtsp", 554},  {"smb", 445},	 {"smbs", 445},
-    {"tftp", 69},     {"rtmp", 1935},
+    {"http", 80},   {"https", 443}, {"ws", 80},	    {"wss", 443},
+    {"ftp", 21},    {"ftps", 990},  {"sftp", 22},   {"scp", 22},
+    {"smtp", 25},   {"smtps", 465}, {"imap", 143},  {"imaps", 993},
+    {"pop3", 110},  {"pop3s", 995}, {"ldap", 389},  {"ldaps", 636},
+    {"telnet", 23}, {"dict", 2628}, {"gopher", 70}, {"gophers", 70},
+    {"mqtt", 1883}, {"rtsp", 554},  {"smb", 445},   {"smbs", 445},
+    {"tftp", 69},   {"rtmp", 1935},
 };
 
 static char lower(char c)
@@ -48,8 +48,8 @@ static bool scheme_char(char c, bool first)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
 		return true;
-	return !first && ((c >= '0' && c <= '9') || c == '+' || c == '-' ||
-			  c == '.');
+	return !first &&
+	       ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.');
 }
 
 /* Copy [s, s+n) lower-cased into @dst of @size. False when it does not
@@ -105,8 +105,7 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 		auth = url;
 		if (default_scheme && *default_scheme) {
 			if (!copy_lower(out->scheme, sizeof(out->scheme),
-					default_scheme,
-					strlen(default_scheme)))
+					default_scheme, strlen(default_scheme)))
 				return false;
 		} else if (strncmp(url, "ftp.", 4) == 0 ||
 			   strncmp(url, "FTP.", 4) == 0) {
@@ -126,13 +125,14 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 		if (*at == '@')
 			host = at + 1;
 	if (*host == '[') {
-		const char *close = memchr(host, ']', (size_t)(auth_end - host));
+		const char *close =
+		    memchr(host, ']', (size_t)(auth_end - host));
 
 		if (!close)
 			return false;
 		host_end = close + 1;
-		colon = host_end < auth_end && *host_end == ':' ? host_end
-								 : NULL;
+		colon =
+		    host_end < auth_end && *host_end == ':' ? host_end : NULL;
 	} else {
 		colon = memchr(host, ':', (size_t)(auth_end - host));
 		host_end = colon ? colon : auth_end;

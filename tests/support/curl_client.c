@@ -105,8 +105,7 @@ static void report(int t, int i, int rc, long status, uint64_t us,
 {
 	pthread_mutex_lock(&out_mu);
 	printf("%d %d %d %ld %llu %s\n", t, i, rc, status,
-	       (unsigned long long)us,
-	       errbuf && errbuf[0] ? errbuf : "-");
+	       (unsigned long long)us, errbuf && errbuf[0] ? errbuf : "-");
 	fflush(stdout);
 	pthread_mutex_unlock(&out_mu);
 }
@@ -197,8 +196,7 @@ static void run_multi(void)
 			curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE,
 					  &status);
 			report(0, s->i, msg->data.result, status,
-			       now_us() - s->t0,
-			       use_errbuf ? s->errbuf : NULL);
+			       now_us() - s->t0, use_errbuf ? s->errbuf : NULL);
 			curl_multi_remove_handle(m, s->h);
 			curl_easy_cleanup(s->h);
 			done++;
@@ -247,8 +245,8 @@ static int fork_stress(int n)
 			curl_easy_setopt(mine, CURLOPT_URL, urls[0]);
 			_exit(0);
 		}
-		if (pid > 0 && waitpid(pid, &st, 0) == pid &&
-		    WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		    WEXITSTATUS(st) == 0)
 			done++;
 		else
 			break; /* one lost child is enough to know */
@@ -323,8 +321,7 @@ int main(int argc, char **argv)
 			cainfo.len = n;
 			cainfo.flags = CURL_BLOB_COPY;
 			i++;
-		}
-		else
+		} else
 			return usage();
 	}
 	if (i >= argc || threads < 1 || threads > 64 || requests < 1 ||

@@ -71,9 +71,9 @@ static void test_issue_minimum_table(void)
 	    RX_CURLE_SSL_PINNEDPUBKEYNOTMATCH, RX_CURLE_LOGIN_DENIED,
 	    RX_CURLE_TOO_MANY_REDIRECTS,       RX_CURLE_REMOTE_FILE_NOT_FOUND};
 	static const int rejected[] = {
-	    RX_CURLE_WRITE_ERROR,	    RX_CURLE_READ_ERROR,
-	    RX_CURLE_COULDNT_RESOLVE_HOST,  RX_CURLE_COULDNT_RESOLVE_PROXY,
-	    RX_CURLE_URL_MALFORMAT,	    RX_CURLE_OUT_OF_MEMORY,
+	    RX_CURLE_WRITE_ERROR,	   RX_CURLE_READ_ERROR,
+	    RX_CURLE_COULDNT_RESOLVE_HOST, RX_CURLE_COULDNT_RESOLVE_PROXY,
+	    RX_CURLE_URL_MALFORMAT,	   RX_CURLE_OUT_OF_MEMORY,
 	    RX_CURLE_UNSUPPORTED_PROTOCOL, RX_CURLE_RECURSIVE_API_CALL};
 	size_t i;
 
@@ -116,8 +116,8 @@ static void test_url_default_ports(void)
 {
 	struct rx_curl_url u;
 
-	CU_ASSERT_TRUE(rx__curl_parse_url("https://API.Example.test/v1?x=1",
-					  NULL, &u));
+	CU_ASSERT_TRUE(
+	    rx__curl_parse_url("https://API.Example.test/v1?x=1", NULL, &u));
 	CU_ASSERT_STRING_EQUAL(u.scheme, "https");
 	CU_ASSERT_STRING_EQUAL(u.host, "api.example.test");
 	CU_ASSERT_EQUAL(u.port, 443);
