@@ -22,9 +22,10 @@
  *          failed.
  * @http:   the URL's scheme is http or https, so @status is an HTTP status
  *          (FTP and SMTP report their own reply codes there).
- * @late:   the transfer ran at least the slow threshold (only meaningful
- *          for CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is
- *          a timeout, DESIGN.md "Client-side abandonment").
+ * @late:   the transfer ran at least the slow threshold, or past
+ *          RESILIX_TIMEOUT_MS (only meaningful for
+ *          CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is a
+ *          timeout, DESIGN.md "Client-side abandonment", ADR-145).
  * Thread-safe, O(1).
  */
 enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late);

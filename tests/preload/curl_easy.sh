@@ -89,6 +89,22 @@ if rx_need_curl_client && rx_curl_client_usable; then
 	rx_assert_eq "max file size 100000: answered 200" 2 \
 		"$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')"
 	rx_upstream_stop ok
+
+	# --- RESILIX_TIMEOUT_MS judges curl transfers too (ADR-145): answers
+	# after the deadline are timeouts, and the backstop trips on them ----
+	rx_upstream_start slow --phases 0:slow:300
+	out=$RX_TMP/slow.out err=$RX_TMP/slow.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim RESILIX_LOG=debug RESILIX_TIMEOUT_MS=100 \
+		RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_OPEN_MS=30000 \
+		"$CURL_CLIENT" --requests 6 "http://127.0.0.1:$RX_PORT/s" \
+		>"$out" 2>"$err" || rx_fail "curl_client exit status $?"
+	rx_assert_eq "late answers still reach the program" 3 \
+		"$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')"
+	rx_assert_eq "settled as timeouts" 3 \
+		"$(grep 'event=settle verdict=timeout' "$err" | grep -c 'at=curl')"
+	rx_assert_eq "then refused" 3 "$(awk '$3 == 7' "$out" | wc -l | tr -d ' ')"
+	rx_upstream_stop slow
 fi
 
 # --- the curl tool: its error message carries the refusal ---------------
