@@ -223,6 +223,28 @@ mkdir "$RX_TMP/rel"
 rx_assert_eq "relative name: written where the program started" RXSN \
 	"$(head -c 4 "$RX_TMP/rel/rel.state")"
 
+# A lock held elsewhere (a process stopped in a debugger) costs at most
+# about 200 ms at start and at exit, with a warning each, never a hang.
+if command -v flock >/dev/null 2>&1; then
+	: >"$err"
+	timeout 10 flock -o "$good_state.lock" sleep 3 &
+	holder=$!
+	sleep 0.2
+	t0=$(rx_now_ms)
+	rx_shim "${guard[@]}" RESILIX_STATE_FILE="$good_state" \
+		"$CLIENT" --port "$GOOD" --requests 1 >"$RX_TMP/held.out" 2>"$err"
+	t1=$(rx_now_ms)
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	rx_assert_le "held lock: the process took (ms)" $((t1 - t0)) 1500
+	rx_assert_eq "held lock: warnings (start, exit)" 2 \
+		"$(grep -c 'event=state-lock-timeout' "$err")"
+	rx_assert_grep "held lock: the call went through" ' 200 OK 1$' \
+		"$RX_TMP/held.out"
+	rx_assert_eq "held lock: the file is still a snapshot" RXSN \
+		"$(head -c 4 "$good_state")"
+fi
+
 # No fd of ours stays open in the host after start-up.
 fds=$(rx_shim RESILIX_STATE_FILE="$good_state" ls -l /proc/self/fd/ 2>&1)
 rx_assert_eq "fds on the state or lock file after start-up" 0 \
