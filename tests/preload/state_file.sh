@@ -16,7 +16,9 @@
 #    one warning naming the file and the reason, normal guarding, and a
 #    good file written at exit. A missing file is silent.
 # 4. A directory or an unusable directory as RESILIX_STATE_FILE: one line,
-#    guarding goes on without state. RESILIX_DISABLE: no state I/O.
+#    guarding goes on without state. RESILIX_DISABLE: no state I/O. A
+#    relative name; a lock held by another process (a bounded wait and a
+#    warning, never a hang).
 # 5. Eight processes at once, three times: the file stays whole, no
 #    temporary file is left behind, no fd of ours stays open in the host.
 #    Processes that overlap merge at exit (ADR-171): eight processes at
