@@ -6,7 +6,8 @@
 # although dlsym(RTLD_NEXT) cannot see a RTLD_LOCAL library: the curl
 # layer guards the transfers as for any libcurl program - 500s trip the
 # breaker, later transfers are refused with the error buffer line, and
-# each request is settled once, at the curl layer.
+# each request is settled once, at the curl layer. And a program without
+# libcurl never has a curl symbol looked up.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 rx_require_build
@@ -16,6 +17,18 @@ if [ ! -x "$DL" ] || [ ! -f "$PLUGIN" ]; then
 	echo "SKIP: $RX_NAME: built without libcurl"
 	exit 77
 fi
+
+# --- a program without libcurl pays nothing: no curl symbol is ever
+# looked up (the dynamic linker logs every lookup, dlsym's included) ------
+rx_upstream_start n --phases 0:ok
+rx_shim LD_DEBUG=symbols "$CLIENT" --port "$RX_PORT" --requests 2 \
+	>/dev/null 2>"$RX_TMP/ld.err" || rx_fail "client exit status $?"
+rx_assert_ge "symbol lookups logged (the check works)" \
+	"$(grep -c 'symbol=' "$RX_TMP/ld.err")" 1
+rx_assert_eq "curl symbols looked up without libcurl" 0 \
+	"$(grep -c 'symbol=curl_' "$RX_TMP/ld.err")"
+rx_upstream_stop n
+
 rx_curl_client_usable || rx_pass "libcurl programs cannot run in this build"
 
 MIN=5 N=15
