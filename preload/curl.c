@@ -112,6 +112,22 @@ RX_EXPORT void curl_easy_cleanup(void *h);
 RX_EXPORT void curl_easy_reset(void *h);
 RX_EXPORT void *curl_easy_duphandle(void *h);
 
+/*
+ * Their addresses through hidden aliases: taking the address of an
+ * exported function goes through the GOT, which the dynamic linker fills
+ * at load time by looking the name up - a cost every process would pay,
+ * libcurl or not. An alias is addressed PC-relative, with no lookup.
+ */
+#define SELF(name)                                                             \
+	extern __typeof__(name) self_##name                                    \
+	    __attribute__((alias(#name), visibility("hidden")))
+SELF(curl_easy_init);
+SELF(curl_easy_setopt);
+SELF(curl_easy_perform);
+SELF(curl_easy_cleanup);
+SELF(curl_easy_reset);
+SELF(curl_easy_duphandle);
+
 /* Sonames a plugin may have dlopen'ed RTLD_LOCAL (Debian ships the
  * OpenSSL, GnuTLS and NSS builds under these). */
 static const char *const sonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4",
@@ -142,17 +158,18 @@ static void bind_all(void)
 {
 	int saved = errno;
 
-	real.init = (init_fn)lookup("curl_easy_init", (void *)curl_easy_init);
-	real.setopt =
-	    (setopt_fn)lookup("curl_easy_setopt", (void *)curl_easy_setopt);
-	real.perform =
-	    (perform_fn)lookup("curl_easy_perform", (void *)curl_easy_perform);
-	real.cleanup =
-	    (cleanup_fn)lookup("curl_easy_cleanup", (void *)curl_easy_cleanup);
+	real.init =
+	    (init_fn)lookup("curl_easy_init", (void *)self_curl_easy_init);
+	real.setopt = (setopt_fn)lookup("curl_easy_setopt",
+					(void *)self_curl_easy_setopt);
+	real.perform = (perform_fn)lookup("curl_easy_perform",
+					  (void *)self_curl_easy_perform);
+	real.cleanup = (cleanup_fn)lookup("curl_easy_cleanup",
+					  (void *)self_curl_easy_cleanup);
 	real.reset =
-	    (reset_fn)lookup("curl_easy_reset", (void *)curl_easy_reset);
+	    (reset_fn)lookup("curl_easy_reset", (void *)self_curl_easy_reset);
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
-					      (void *)curl_easy_duphandle);
+					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
 	errno = saved;
 }
