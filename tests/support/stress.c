@@ -2,12 +2,14 @@
  * stress.c - threads, fork, posix_spawn and a signal handler at once, for
  * tests/preload/threads_fork.sh (ADR-146).
  *
- * Usage: stress PORT THREADS REQUESTS
+ * Usage: stress PORT THREADS REQUESTS [child-inline]
  * THREADS threads each send REQUESTS keep-alive requests to
  * 127.0.0.1:PORT (a new connection every 100), reading each response whole
  * (Content-Length). When half of all requests are done, the main thread
  * forks: the child runs 2 threads of REQUESTS/10 requests and exits; the
- * parent carries on and reaps it. Thread 0 also posix_spawns /bin/true
+ * parent carries on and reaps it. With child-inline the child runs its
+ * requests on its only thread instead (ThreadSanitizer cannot start
+ * threads after a multi-threaded fork). Thread 0 also posix_spawns /bin/true
  * every 500 requests (a vfork-style child of a process with the shim's
  * state). A 1 ms SIGALRM timer runs a handler that writes to a pipe and
  * reads SO_ERROR of a guarded socket, re-entering the shim while the
@@ -174,7 +176,7 @@ int main(int argc, char **argv)
 	pthread_t t[64];
 	pid_t child = -1;
 
-	if (argc != 4)
+	if (argc != 4 && argc != 5)
 		return 2;
 	port = atoi(argv[1]);
 	threads = atoi(argv[2]);
@@ -198,7 +200,13 @@ int main(int argc, char **argv)
 
 		atomic_store(&ok, 0);
 		atomic_store(&done, 0);
-		n = run(2, requests / 10 > 0 ? requests / 10 : 1);
+		if (argc == 5 && strcmp(argv[4], "child-inline") == 0) {
+			per_thread = requests / 5 > 0 ? requests / 5 : 1;
+			worker((void *)1L);
+			n = per_thread;
+		} else {
+			n = run(2, requests / 10 > 0 ? requests / 10 : 1);
+		}
 		printf("child ok %ld of %ld\n", atomic_load(&ok), n);
 		fflush(stdout);
 		_exit(atomic_load(&ok) == n ? 0 : 1);
