@@ -520,8 +520,8 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 		/* Decide again with the caller's real ability to wait, under
 		 * one lock hold with the enqueue: a non-blocking caller is
 		 * refused where it would queue (and counted as such). */
-		ctx.can_wait =
-		    !dontwait && cfg.queue_timeout_ms > 0 && blocking(fd);
+		ctx.can_wait = !dontwait && cfg.queue_timeout_ms > 0 &&
+			       (fd < 0 || blocking(fd)); /* fd < 0: curl.c */
 		rx__lock(l);
 		d = rx_guard_admit(g, &ctx, permit, &why);
 		if (d == RX_QUEUE && rx_guard_enqueue(g, *now, &place) != RX_OK)
@@ -1262,8 +1262,9 @@ bool rx__key_admit(struct rx_guard *g, uint64_t now,
 	struct rx_breaker_stats st;
 	struct rx_lock *l;
 
-	/* No fd: the caller never waits in a limiter queue (ADR-152). */
-	if (admit(g, &now, permit, where, -1, true))
+	/* No fd: curl_easy_perform blocks, so it may wait in the limiter's
+	 * queue like a blocking socket (ADR-136, ADR-152). */
+	if (admit(g, &now, permit, where, -1, false))
 		return true;
 	/* Why, for the program's error message: read back from the
 	 * breaker rather than threaded through admit. */

@@ -668,6 +668,11 @@ static void refusal_message(char *buf, const char *key,
 			 "flight",
 			 key);
 		break;
+	case RX_REASON_NONE:
+		/* Another policy than the breaker (the limiter, today). */
+		snprintf(buf, RX_CURL_ERROR_SIZE,
+			 "resilix: call to %.180s refused", key);
+		break;
 	default:
 		if (ms > 0)
 			snprintf(

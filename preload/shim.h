@@ -457,7 +457,9 @@ struct rx_guard *rx__key_acquire(const char *key, size_t len,
 void rx__key_release(struct rx_guard *g);
 
 /*
- * rx__key_admit - may a call on @g start now? Never waits. true: @permit
+ * rx__key_admit - may a call on @g start now? Where the limiter would
+ * queue it, waits like a blocking socket, up to RESILIX_QUEUE_TIMEOUT_MS
+ * (ADR-136), with no lock held and rx__inside left set. true: @permit
  * is filled and must be settled once. false: refused (logged at debug
  * with @where); @why says why as far as the breaker knows (circuit open
  * with the ms until half-open, half-open busy, or RX_REASON_NONE for a

@@ -3,8 +3,10 @@
 # trips on their 500s, every thread's later transfers are refused without
 # reaching the upstream, and every transfer that reached it was settled
 # exactly once, by the curl layer (the per-thread pass-through of the
-# socket layer, ADR-152, holds on every thread). Run under ThreadSanitizer
-# too (TSAN_TESTS).
+# socket layer, ADR-152, holds on every thread). With a limit of one call
+# at a time, the threads' transfers wait in the limiter's queue (ADR-136)
+# or, without queue time, are refused. Run under ThreadSanitizer too
+# (TSAN_TESTS).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 rx_require_build
@@ -34,4 +36,33 @@ rx_assert_eq "requests upstream = answered transfers" "$answered" "$(rx_count t)
 rx_assert_eq "settlements (all, at=curl) = requests upstream" \
 	"$answered $answered" "$(rx_settles "$err") $(rx_settles "$err" curl)"
 rx_assert_eq "one trip" 1 "$(rx_count_to open "$err")"
+rx_upstream_stop t
+
+# --- the limiter: curl_easy_perform blocks, so where the limiter would
+# queue it waits (RESILIX_QUEUE_TIMEOUT_MS), as a blocking socket does;
+# with no queue time it is refused at once, with the limiter's line ------
+lim=(RESILIX_LOG=debug RESILIX_LIMITER=vegas RESILIX_LIMIT_MIN=1
+	RESILIX_LIMIT_MAX=1 RESILIX_LIMIT_INITIAL=1)
+rx_upstream_start l --phases 0:slow:100
+for qt in 0 5000; do
+	out=$RX_TMP/l$qt.out err=$RX_TMP/l$qt.err
+	rx_dump_on_fail "$out" "$err"
+	before=$(rx_count l)
+	rx_shim "${lim[@]}" RESILIX_QUEUE_TIMEOUT_MS=$qt "$CURL_CLIENT" \
+		--threads $T --requests 3 --errbuf "http://127.0.0.1:$RX_PORT/l" \
+		>"$out" 2>"$err" || rx_fail "curl_client exit status $?"
+	ok=$(awk '$3 == 0 && $4 == 200' "$out" | wc -l | tr -d ' ')
+	refused=$(awk '$3 == 7' "$out" | wc -l | tr -d ' ')
+	rx_assert_eq "queue $qt ms: every transfer answered or refused" \
+		$((T * 3)) $((ok + refused))
+	rx_assert_eq "queue $qt ms: refusals carry the limiter's line" "$refused" \
+		"$(grep -c "resilix: call to 127.0.0.1:$RX_PORT refused\$" "$out")"
+	rx_assert_eq "queue $qt ms: requests upstream = answered" "$ok" \
+		$(($(rx_count l) - before))
+	rx_assert_eq "queue $qt ms: settlements (at=curl)" "$ok $ok" \
+		"$(rx_settles "$err") $(rx_settles "$err" curl)"
+	eval "ok_$qt=$ok"
+done
+rx_assert_le "no queue: one transfer at a time got through" "$ok_0" 4
+rx_assert_ge "with a queue: waiting transfers got through" "$ok_5000" 6
 rx_pass
