@@ -9,6 +9,12 @@ rx_need od
 RUN=$RESILIX_SRCDIR/scripts/resilix-run
 [ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
 export RESILIX_SO
+if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
+	# A sanitizer build's shim needs its runtime in the process; the
+	# wrapper puts the shim first, so the order check must be off.
+	export LD_PRELOAD=$RESILIX_SANITIZE_RUNTIME
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=0}
+fi
 cd "$RX_TMP" || rx_fail "no temp dir"
 
 # A Go-like binary: any dynamic ELF carrying Go's build-info magic.
