@@ -718,6 +718,10 @@ void rx__metrics_tick(uint64_t now_ns)
  * fatal signal, which run no destructors). */
 __attribute__((destructor)) static void metrics_at_exit(void)
 {
+	/* Not from exit() in a signal handler that interrupted this thread
+	 * inside the shim: it may hold a lock the writer would wait for. */
+	if (rx__inside)
+		return;
 	/* Only a process that guarded a call: the `timeout`, `env` or shell
 	 * that runs the program also loads the shim, and exits after it -
 	 * its empty file would replace the program's (ADR-161). */
