@@ -199,6 +199,28 @@ rx_log "ok: refusals showed in the file while the breaker was open"
 wait "$cpid"
 rx_upstream_stop storm
 
+# --- label values are escaped: a curl endpoint key with a backslash and a
+# --- double quote in its path reads back intact through the parser --------
+if command -v curl >/dev/null 2>&1 && rx_usable curl; then
+	rx_upstream_start esc --phases 0:ok
+	rm -f "$prom"
+	rx_shim RESILIX_CURL_KEY=endpoint RESILIX_METRICS_FILE="$prom" curl -s \
+		-o /dev/null "http://127.0.0.1:$RX_PORT/a\\b\"c" 2>"$err" ||
+		rx_fail "curl exit status $?"
+	got=$("$PY" - "$prom" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        if s.name == "resilix_calls_total" and s.labels["verdict"] == "success" and s.value == 1:
+            print(s.labels["key"])
+PY
+)
+	rx_assert_eq "the key read back through the parser" \
+		"GET 127.0.0.1:$RX_PORT/a\\b\"c" "$got"
+	rx_upstream_stop esc
+fi
+
 # --- an unwritable destination: one warning, guarding unchanged ------------
 rx_upstream_start bad --phases 0:status:500
 rx_shim "${guard[@]}" RESILIX_METRICS_FILE=$RX_TMP/no/such/dir/m.prom \
