@@ -51,8 +51,8 @@
  * otherwise overwrite the parent's file with stale numbers. (An exec'd
  * child loads a fresh shim that writes the same file; use "%p" for
  * programs that start guarded children.) A process in which no call
- * settled writes nothing at all: the `timeout`, `env` or shell that starts
- * the program loads the shim too, and exits last.
+ * settled or was refused writes nothing at all: the `timeout`, `env` or
+ * shell that starts the program loads the shim too, and exits last.
  */
 #include "config.h"
 
@@ -119,7 +119,7 @@ static uint64_t interval_ns;
 static _Atomic uint64_t next_write_ns;
 static atomic_int writing;
 static atomic_bool warned;
-static atomic_bool active; /* a call has settled in this process */
+static atomic_bool active; /* a call settled or was refused here */
 
 /* ------------------------------------------------------------------------
  * Set-up.
