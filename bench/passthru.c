@@ -24,8 +24,8 @@ static int (*r_close)(int);
 __attribute__((constructor)) static void bind_real(void)
 {
 	r_read = (ssize_t(*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
-	r_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT,
-							       "write");
+	r_write =
+	    (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
 	r_send = (ssize_t(*)(int, const void *, size_t, int))dlsym(RTLD_NEXT,
 								   "send");
 	r_recv = (ssize_t(*)(int, void *, size_t, int))dlsym(RTLD_NEXT, "recv");
@@ -34,15 +34,27 @@ __attribute__((constructor)) static void bind_real(void)
 	r_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
 }
 
-ssize_t read(int fd, void *b, size_t n) { return r_read(fd, b, n); }
-ssize_t write(int fd, const void *b, size_t n) { return r_write(fd, b, n); }
+ssize_t read(int fd, void *b, size_t n)
+{
+	return r_read(fd, b, n);
+}
+ssize_t write(int fd, const void *b, size_t n)
+{
+	return r_write(fd, b, n);
+}
 ssize_t send(int fd, const void *b, size_t n, int f)
 {
 	return r_send(fd, b, n, f);
 }
-ssize_t recv(int fd, void *b, size_t n, int f) { return r_recv(fd, b, n, f); }
+ssize_t recv(int fd, void *b, size_t n, int f)
+{
+	return r_recv(fd, b, n, f);
+}
 int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	return r_connect(fd, sa, len);
 }
-int close(int fd) { return r_close(fd); }
+int close(int fd)
+{
+	return r_close(fd);
+}

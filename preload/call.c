@@ -185,9 +185,9 @@ static bool owner_fast(void)
 /* Map and arm the word (start-up). Leaves fork_word NULL on failure. */
 static void arm_fork_word(void)
 {
-	void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE),
-		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
+	void *p =
+	    mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return;
@@ -695,8 +695,8 @@ static bool same_call(const struct rx_op *op)
  * it while idle (ADR-149): then the call is released as RX_REJECTED, not
  * evidence, and the program's retry on a new connection decides.
  */
-static void fail_call_stale(struct rx_op *op, enum rx_verdict v,
-			    const char *at, bool stale)
+static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
+			    bool stale)
 {
 	struct rx_lock *l;
 	struct ending end;
@@ -731,11 +731,10 @@ static void fail_errno(struct rx_op *op, int err)
 	enum rx_phase phase =
 	    op->phase == RX_FD_CONNECTING ? RX_PHASE_CONNECT : RX_PHASE_IO;
 
-	fail_call_stale(op, verdict_of_errno(err, phase),
-			phase == RX_PHASE_CONNECT ? "connect-error"
-						  : "io-error",
-			phase == RX_PHASE_IO &&
-			    (err == ECONNRESET || err == EPIPE));
+	fail_call_stale(
+	    op, verdict_of_errno(err, phase),
+	    phase == RX_PHASE_CONNECT ? "connect-error" : "io-error",
+	    phase == RX_PHASE_IO && (err == ECONNRESET || err == EPIPE));
 }
 
 /* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */

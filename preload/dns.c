@@ -34,8 +34,8 @@
 
 #include "shim.h"
 
-#define RX_DNS_SLOTS 512     /* power of two */
-#define RX_DNS_NAME_MAX 120  /* bytes of a remembered name */
+#define RX_DNS_SLOTS 512    /* power of two */
+#define RX_DNS_NAME_MAX 120 /* bytes of a remembered name */
 #define NAME_WORDS ((RX_DNS_NAME_MAX + 8) / 8)
 
 struct slot {
@@ -58,9 +58,9 @@ static void addr_words(int family, const void *a, uint64_t w[2])
 
 static unsigned slot_of(const uint64_t w[2], int family)
 {
-	uint64_t h = (w[0] ^ (w[1] * UINT64_C(0x9E3779B97F4A7C15)) ^
-		      (uint64_t)family) *
-		     UINT64_C(0xBF58476D1CE4E5B9);
+	uint64_t h =
+	    (w[0] ^ (w[1] * UINT64_C(0x9E3779B97F4A7C15)) ^ (uint64_t)family) *
+	    UINT64_C(0xBF58476D1CE4E5B9);
 
 	return (unsigned)(h >> 40) & (RX_DNS_SLOTS - 1);
 }
@@ -104,12 +104,12 @@ size_t rx__dns_key(const struct sockaddr *sa, socklen_t len, char *key,
 
 	if (family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
-		port = ntohs(((const struct sockaddr_in *)(const void *)sa)
-				 ->sin_port);
+		port = ntohs(
+		    ((const struct sockaddr_in *)(const void *)sa)->sin_port);
 	} else if (family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
 		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-		port = ntohs(((const struct sockaddr_in6 *)(const void *)sa)
-				 ->sin6_port);
+		port = ntohs(
+		    ((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
 	} else {
 		return iplen;
 	}
@@ -182,11 +182,11 @@ RX_EXPORT int getaddrinfo(const char *node, const char *service,
 				continue;
 			if (ai->ai_family == AF_INET &&
 			    ai->ai_addrlen >= sizeof(struct sockaddr_in))
-				remember(AF_INET,
-					 &((struct sockaddr_in *)(void *)
-					       ai->ai_addr)
-					      ->sin_addr,
-					 node, len);
+				remember(
+				    AF_INET,
+				    &((struct sockaddr_in *)(void *)ai->ai_addr)
+					 ->sin_addr,
+				    node, len);
 			else if (ai->ai_family == AF_INET6 &&
 				 ai->ai_addrlen >= sizeof(struct sockaddr_in6))
 				remember(AF_INET6,

@@ -136,11 +136,11 @@ static const char *parse_one(const char *s, size_t n,
 		unsigned bytes = p->family == AF_INET ? 4 : 16, i;
 
 		for (i = 0; i < bytes; i++) {
-			unsigned keep = p->prefix > i * 8
-					    ? (p->prefix - i * 8 >= 8
-						   ? 8
-						   : p->prefix - i * 8)
-					    : 0;
+			unsigned keep =
+			    p->prefix > i * 8
+				? (p->prefix - i * 8 >= 8 ? 8
+							  : p->prefix - i * 8)
+				: 0;
 
 			p->addr[i] &= (uint8_t)(0xff00u >> keep);
 		}

@@ -110,23 +110,23 @@ static inline __attribute__((always_inline)) bool send_passes(unsigned ph)
  * tail call through the hot table. An fd at or beyond the capacity (or
  * any fd before start-up) takes rx__real_X, which checks the binding.
  */
-#define FAST_RECV(name, fd, ...)                                             \
-	do {                                                                 \
-		if (LIKELY((unsigned)(fd) < capacity())) {                   \
-			if (LIKELY(recv_passes(phase_at(fd))))               \
-				return RX_HOT(name)(fd, __VA_ARGS__);        \
-		} else {                                                     \
-			return rx__real_##name(fd, __VA_ARGS__);             \
-		}                                                            \
+#define FAST_RECV(name, fd, ...)                                               \
+	do {                                                                   \
+		if (LIKELY((unsigned)(fd) < capacity())) {                     \
+			if (LIKELY(recv_passes(phase_at(fd))))                 \
+				return RX_HOT(name)(fd, __VA_ARGS__);          \
+		} else {                                                       \
+			return rx__real_##name(fd, __VA_ARGS__);               \
+		}                                                              \
 	} while (0)
-#define FAST_SEND(name, fd, ...)                                             \
-	do {                                                                 \
-		if (LIKELY((unsigned)(fd) < capacity())) {                   \
-			if (LIKELY(send_passes(phase_at(fd))))               \
-				return RX_HOT(name)(fd, __VA_ARGS__);        \
-		} else {                                                     \
-			return rx__real_##name(fd, __VA_ARGS__);             \
-		}                                                            \
+#define FAST_SEND(name, fd, ...)                                               \
+	do {                                                                   \
+		if (LIKELY((unsigned)(fd) < capacity())) {                     \
+			if (LIKELY(send_passes(phase_at(fd))))                 \
+				return RX_HOT(name)(fd, __VA_ARGS__);          \
+		} else {                                                       \
+			return rx__real_##name(fd, __VA_ARGS__);               \
+		}                                                              \
 	} while (0)
 
 #define RX_NOINLINE __attribute__((noinline))
@@ -166,7 +166,7 @@ static RX_NOINLINE ssize_t do_read(int fd, void *buf, size_t len)
 }
 
 static RX_NOINLINE ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
-			   struct sockaddr *sa, socklen_t *salen)
+				       struct sockaddr *sa, socklen_t *salen)
 {
 	struct rx_op op;
 	struct iovec iov;

@@ -25,6 +25,7 @@
 #ifndef RESILIX_PRELOAD_SHIM_H
 #define RESILIX_PRELOAD_SHIM_H
 
+#include <netdb.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -33,7 +34,6 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <netdb.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -223,8 +223,8 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
  * by the fast path, which is the whole cost of an untracked fd: one bounds
  * check, one load, one branch.
  * ---------------------------------------------------------------------- */
-#define RX_FD_CAP 65536	  /* most fds the table covers */
-#define RX_FD_STRIPES 256 /* stripe locks over the table (power of 2) */
+#define RX_FD_CAP 65536	      /* most fds the table covers */
+#define RX_FD_STRIPES 256     /* stripe locks over the table (power of 2) */
 #define RX_FD_ENTRY_BYTES 256 /* bytes per entry (power of 2) */
 
 enum rx_fd_phase {
@@ -452,8 +452,7 @@ uint64_t rx__now_ns(void);
 bool rx__owner(void);
 
 /* Pin the guard of @key (NULL: registry full, pass through) / unpin it. */
-struct rx_guard *rx__key_acquire(const char *key, size_t len,
-				 uint64_t now_ns);
+struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now_ns);
 void rx__key_release(struct rx_guard *g);
 
 /*

@@ -148,8 +148,8 @@ RX_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	unsigned int fd;
 
-	if (first <= last && !(flags & ~(CLOSE_RANGE_UNSHARE |
-					  CLOSE_RANGE_CLOEXEC)) &&
+	if (first <= last &&
+	    !(flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) &&
 	    !(flags & CLOSE_RANGE_CLOEXEC)) {
 		int saved = errno;
 

@@ -27,9 +27,9 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <netdb.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -200,9 +200,9 @@ void rx__symbols_resolve(void)
  * load, a compare and a tail call, with no frame; anything else goes to an
  * out-of-line slow path that binds or falls back to the system call.
  */
-#define FAST(name)                                                           \
-	__builtin_expect(atomic_load_explicit(&state, memory_order_acquire) ==   \
-				 BOUND &&                                          \
+#define FAST(name)                                                             \
+	__builtin_expect(atomic_load_explicit(&state, memory_order_acquire) == \
+				 BOUND &&                                      \
 			     real.name != NULL,                                \
 			 1)
 #define RX_SLOW __attribute__((noinline, cold))
@@ -244,9 +244,9 @@ struct rx_hot rx__hot = {sys_read, sys_write, sys_send,
 /* Swap the real functions into the hot table (bind_slow, once). */
 static void publish_hot(void)
 {
-#define PUT(name)                                                            \
-	if (real.name)                                                       \
-		__atomic_store_n(&rx__hot.name, real.name, __ATOMIC_RELEASE)
+#define PUT(name)                                                              \
+	if (real.name)                                                         \
+	__atomic_store_n(&rx__hot.name, real.name, __ATOMIC_RELEASE)
 	PUT(read);
 	PUT(write);
 	PUT(send);

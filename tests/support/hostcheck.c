@@ -79,7 +79,8 @@ static int count_dir(const char *path)
 
 static int mode_alloc(int port, int dead)
 {
-	void (*start)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "rx_mc_start");
+	void (*start)(void) =
+	    (void (*)(void))dlsym(RTLD_DEFAULT, "rx_mc_start");
 	long (*stop)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "rx_mc_stop");
 	int fd, p[2], i, d;
 	long n, self;
@@ -129,13 +130,13 @@ static int mode_errno(int port)
 	int p[2], fd, bad = 0;
 	char c = 'x', buf[512];
 
-#define KEEP(call)                                                           \
-	do {                                                                 \
-		errno = 4242;                                                \
-		if ((call) < 0 || errno != 4242) {                           \
-			printf("errno changed by %s: %d\n", #call, errno);   \
-			bad = 1;                                             \
-		}                                                            \
+#define KEEP(call)                                                             \
+	do {                                                                   \
+		errno = 4242;                                                  \
+		if ((call) < 0 || errno != 4242) {                             \
+			printf("errno changed by %s: %d\n", #call, errno);     \
+			bad = 1;                                               \
+		}                                                              \
 	} while (0)
 	if (pipe(p) != 0)
 		return 1;

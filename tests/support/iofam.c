@@ -43,10 +43,27 @@ int __fcntl(int fd, int cmd, ...);
 
 static int port = -1;
 
-enum snd { S_WRITE, S_SEND, S_SENDTO, S_SENDMSG, S_WRITEV, S_SENDMMSG,
-	   S_SENDFILE, S_SENDFILE64, S___SEND, S___WRITE };
-enum rcv { R_READ, R_RECV, R_RECVFROM, R_RECVMSG, R_READV, R_RECVMMSG,
-	   R___READ };
+enum snd {
+	S_WRITE,
+	S_SEND,
+	S_SENDTO,
+	S_SENDMSG,
+	S_WRITEV,
+	S_SENDMMSG,
+	S_SENDFILE,
+	S_SENDFILE64,
+	S___SEND,
+	S___WRITE
+};
+enum rcv {
+	R_READ,
+	R_RECV,
+	R_RECVFROM,
+	R_RECVMSG,
+	R_READV,
+	R_RECVMMSG,
+	R___READ
+};
 
 static const struct family {
 	const char *name;

@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	setitimer(ITIMER_REAL, &it, NULL);
 	printf("parent ok %ld of %ld\n", atomic_load(&ok), total);
 	return atomic_load(&ok) == total && child > 0 && WIFEXITED(status) &&
-			   WEXITSTATUS(status) == 0
+		       WEXITSTATUS(status) == 0
 		   ? 0
 		   : 1;
 }

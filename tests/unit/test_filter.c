@@ -22,8 +22,7 @@ static struct sockaddr_in6 dst6(const char *ip, int port)
 }
 
 /* Guarded under the lists @inc and @exc (NULL = unset)? */
-static bool guarded(const char *inc, const char *exc, const char *ip,
-		    int port)
+static bool guarded(const char *inc, const char *exc, const char *ip, int port)
 {
 	struct rx_filter fi, fe;
 	char why[160];
@@ -51,11 +50,21 @@ static bool guarded(const char *inc, const char *exc, const char *ip,
 
 static void test_valid_patterns(void)
 {
-	static const char *ok[] = {
-	    "10.0.0.0/8", "192.168.1.7", "127.0.0.1:8080", "*:443",
-	    "::1", "::1/128", "fd00::/8", "[::1]:8080", "[fd00::]/8:443",
-	    "10.0.0.0/8:80", " 10.0.0.0/8 , *:80 ", "0.0.0.0/0", "::/0",
-	    "::ffff:10.0.0.1", NULL};
+	static const char *ok[] = {"10.0.0.0/8",
+				   "192.168.1.7",
+				   "127.0.0.1:8080",
+				   "*:443",
+				   "::1",
+				   "::1/128",
+				   "fd00::/8",
+				   "[::1]:8080",
+				   "[fd00::]/8:443",
+				   "10.0.0.0/8:80",
+				   " 10.0.0.0/8 , *:80 ",
+				   "0.0.0.0/0",
+				   "::/0",
+				   "::ffff:10.0.0.1",
+				   NULL};
 	struct rx_filter f;
 	char why[160];
 
@@ -72,11 +81,28 @@ static void test_valid_patterns(void)
 
 static void test_malformed_patterns(void)
 {
-	static const char *bad[] = {
-	    "", ",", "10.0.0.0/8,", "10.0.0.0/33", "::1/129", "*:0",
-	    "*:65536", "*:", "*:-1", "host.example:80", "1.2.3", "1.2.3.4:",
-	    "1.2.3.4:80x", "::1:80x", "fd00::/8:443", "[1.2.3.4]:80",
-	    "[::1", "10.0.0.0/", "10.0.0.0/8/8", "1.2.3.4 5", "*", NULL};
+	static const char *bad[] = {"",
+				    ",",
+				    "10.0.0.0/8,",
+				    "10.0.0.0/33",
+				    "::1/129",
+				    "*:0",
+				    "*:65536",
+				    "*:",
+				    "*:-1",
+				    "host.example:80",
+				    "1.2.3",
+				    "1.2.3.4:",
+				    "1.2.3.4:80x",
+				    "::1:80x",
+				    "fd00::/8:443",
+				    "[1.2.3.4]:80",
+				    "[::1",
+				    "10.0.0.0/",
+				    "10.0.0.0/8/8",
+				    "1.2.3.4 5",
+				    "*",
+				    NULL};
 	struct rx_filter f;
 	char why[160];
 
