@@ -56,6 +56,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		if (rx_breaker_init(&g->breaker, &cfg->breaker, slots) != RX_OK)
 			return RX_EINVAL;
 		rx_gate_add(&g->gate, &rx_breaker_ops, &g->breaker);
+		g->breaker_on = true;
 	}
 	if (cfg->limiter_on) {
 		if (rx_limiter_init(&g->limiter, &cfg->limiter) != RX_OK)
@@ -77,6 +78,89 @@ static void count_refusal(struct rx_guard *g, enum rx_reason reason)
 		g->counters.refused[r] = rx__sat_add(g->counters.refused[r], 1);
 }
 
+/* A ticket as the gate hands it to a policy's admit (rx_gate_admit). */
+static inline void prime(struct rx_ticket *t, uint64_t now_ns)
+{
+	t->start_ns = now_ns;
+	t->generation = 0;
+	t->flags = 0;
+}
+
+/*
+ * rx_gate_admit for the guard's own gate, with the calls made directly.
+ * The gate holds the breaker (when on), then the limiter (when on), and
+ * nothing else: rx_guard_init builds it and nothing adds to it later. So
+ * the guard knows at compile time what the gate would call, and calling
+ * rx_breaker_admit and rx_limiter_admit by name spares two indirect calls
+ * and their trampolines on every admit (ADR-180). The steps are the gate's,
+ * in its order: refusal cleared, permit emptied, each ticket primed before
+ * its admit, the first policy that does not admit stops the run, and the
+ * breaker's admission released at once with RX_REJECTED at the admit time
+ * when the limiter refuses or queues (ADR-007). The gate itself stays the
+ * composition of record: rx_guard_try_dequeue uses it for waiters, and
+ * the conformance test drives it.
+ */
+static enum rx_decision admit_policies(struct rx_guard *g,
+				       const struct rx_admit_ctx *ctx,
+				       struct rx_gate_permit *permit,
+				       struct rx_refusal *why)
+{
+	enum rx_decision d;
+	uint32_t n = 0;
+
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	permit->count = 0;
+	if (g->breaker_on) {
+		prime(&permit->tickets[0], ctx->now_ns);
+		d = rx_breaker_admit(&g->breaker, ctx, &permit->tickets[0],
+				     why);
+		if (d != RX_ADMIT)
+			return d;
+		n = 1;
+	}
+	if (g->limiter_on) {
+		prime(&permit->tickets[n], ctx->now_ns);
+		d = rx_limiter_admit(&g->limiter, ctx, &permit->tickets[n],
+				     why);
+		if (d != RX_ADMIT) {
+			if (n == 1) {
+				struct rx_observation rel = {
+				    .verdict = RX_REJECTED,
+				    .latency_us = 0,
+				    .now_ns = ctx->now_ns,
+				};
+				rx_breaker_settle(&g->breaker,
+						  &permit->tickets[0], &rel);
+			}
+			return d;
+		}
+		n++;
+	}
+	permit->count = n;
+	return RX_ADMIT;
+}
+
+/* rx_gate_settle for the guard's own gate, called directly (see
+ * admit_policies): every policy the permit holds a ticket for, in order. */
+static void settle_policies(struct rx_guard *g,
+			    const struct rx_gate_permit *permit,
+			    const struct rx_observation *obs)
+{
+	uint32_t n = permit->count < g->gate.count ? permit->count
+						   : g->gate.count;
+	uint32_t i = 0;
+
+	if (g->breaker_on) {
+		if (n > 0)
+			rx_breaker_settle(&g->breaker, &permit->tickets[0],
+					  obs);
+		i = 1;
+	}
+	if (g->limiter_on && n > i)
+		rx_limiter_settle(&g->limiter, &permit->tickets[i], obs);
+}
+
 enum rx_decision rx_guard_admit(struct rx_guard *g,
 				const struct rx_admit_ctx *ctx,
 				struct rx_gate_permit *permit,
@@ -84,7 +168,7 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 {
 	if (ctx->now_ns > g->last_used_ns)
 		g->last_used_ns = ctx->now_ns;
-	enum rx_decision d = rx_gate_admit(&g->gate, ctx, permit, why);
+	enum rx_decision d = admit_policies(g, ctx, permit, why);
 	if (d == RX_ADMIT) {
 		g->in_flight = rx__sat_inc32(g->in_flight);
 	} else if (d == RX_REFUSE) {
@@ -98,7 +182,7 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 {
 	if (obs->now_ns > g->last_used_ns)
 		g->last_used_ns = obs->now_ns;
-	rx_gate_settle(&g->gate, permit, obs);
+	settle_policies(g, permit, obs);
 	g->in_flight = rx__sat_dec32(g->in_flight);
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)

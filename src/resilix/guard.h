@@ -52,7 +52,8 @@ struct rx_guard {
 	struct rx_gate gate;
 	struct rx_breaker breaker;
 	struct rx_limiter limiter; /* zeroed (queued 0) when off */
-	bool limiter_on;
+	bool breaker_on;           /* the gate's policies, as rx_guard_admit */
+	bool limiter_on;           /* calls them directly (ADR-180) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint64_t last_used_ns;
