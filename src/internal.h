@@ -32,12 +32,22 @@ static inline uint64_t rx__sat_sub(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-/* a * b, or UINT64_MAX when the product does not fit. */
+/* a * b, or UINT64_MAX when the product does not fit. The data path
+ * converts milliseconds to nanoseconds with it on every call, so where the
+ * compiler can, the overflow comes from the multiplication's own flag
+ * rather than from a 64-bit division (tens of cycles on common cores). */
 static inline uint64_t rx__sat_mul(uint64_t a, uint64_t b)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	uint64_t p;
+	if (__builtin_mul_overflow(a, b, &p))
+		return UINT64_MAX;
+	return p;
+#else
 	if (a != 0 && b > UINT64_MAX / a)
 		return UINT64_MAX;
 	return a * b;
+#endif
 }
 
 /* Increment a 32-bit counter, sticking at UINT32_MAX. */
