@@ -524,7 +524,9 @@ static void report_combined(rx_config_report_fn report, void *arg,
 }
 
 /*
- * The limiter's bounds taken together (ADR-137). MIN above MAX is an
+ * The limiter's bounds taken together (ADR-137), and whether it starts
+ * with a learning period (ADR-210: not when the user set the initial
+ * limit). MIN above MAX is an
  * error naming both. An INITIAL the user set outside [MIN, MAX] is an
  * error; the default initial limit (20) is clamped into the range when
  * only MIN or MAX was set, so RESILIX_LIMIT_MAX=8 alone means "at most 8",
@@ -545,6 +547,9 @@ static int limiter_bounds(struct rx_config *cfg, const bool *seen,
 		return 1;
 	}
 	if (seen[F_LIMIT_INITIAL]) {
+		/* A limit the user chose is enforced from the first call:
+		 * no learning period (ADR-210). */
+		l->learn_first = false;
 		if (l->initial_limit < l->min_limit ||
 		    l->initial_limit > l->max_limit) {
 			snprintf(msg, sizeof(msg),

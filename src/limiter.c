@@ -112,6 +112,7 @@ void rx_limiter_config_default(struct rx_limiter_config *cfg)
 	cfg->gradient2_long_window = 600;
 	cfg->gradient2_smoothing = 0.2;
 	cfg->gradient2_queue_size = 4;
+	cfg->learn_first = true;
 }
 
 /* Fail with a static sentence. */
@@ -216,6 +217,7 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 	l->cfg = *cfg;
 	l->limit = (double)cfg->initial_limit;
 	l->probe_jitter = probe_jitter(0);
+	l->learning = cfg->learn_first;
 	window_reset(l);
 	return RX_OK;
 }
@@ -273,7 +275,11 @@ enum rx_decision rx_limiter_admit(struct rx_limiter *l,
 				  struct rx_ticket *ticket,
 				  struct rx_refusal *why)
 {
-	uint64_t limit = effective_limit(l, ctx->now_ns);
+	/* No evidence yet that the upstream queues (ADR-210): a limit of 20
+	 * invented before the first window closed would shed a healthy
+	 * program's first burst. Until then only the maximum binds. */
+	uint64_t limit = l->learning ? l->cfg.max_limit
+				     : effective_limit(l, ctx->now_ns);
 	uint64_t slots = slot_limit(l, (uint32_t)limit);
 	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
 
@@ -520,6 +526,14 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 		next = vegas_update(l, rtt, &wants_less);
 		break;
 	}
+	/* The first window ends the learning period: the upstream answered
+	 * window_peak concurrent calls at the latency now taken as the
+	 * baseline, so it can absorb at least that many (ADR-210). */
+	if (l->learning) {
+		l->learning = false;
+		if (!l->window_drop && (double)l->window_peak > next)
+			next = (double)l->window_peak;
+	}
 	next = bound_limit(l, old, next);
 
 	/* Asked for less and could not get it (at min_limit, or at
@@ -601,6 +615,7 @@ void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
 	if (drop) {
 		l->drops = rx__sat_add(l->drops, 1);
 		l->window_drop = true;
+		l->learning = false; /* overload is evidence enough */
 		if (ticket->generation == l->drop_epoch) {
 			double next = floor(l->limit * l->cfg.drop_backoff);
 			if (next < (double)l->cfg.min_limit)
@@ -714,6 +729,7 @@ void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
 	out->probes = l->probes;
 	out->baseline_resets = l->baseline_resets;
 	out->relaxations = l->relaxations;
+	out->learning = l->learning;
 }
 
 static enum rx_decision ops_admit(void *self, const struct rx_admit_ctx *ctx,

@@ -179,6 +179,9 @@ struct rx_limiter_config {
 	uint32_t gradient2_long_window; /* 1..1000000 windows */
 	double gradient2_smoothing;	/* (0, 1] */
 	uint32_t gradient2_queue_size;	/* 0..1000 */
+	bool learn_first; /* admit every call until the first window closes
+			     or a drop is settled, then adopt the peak in
+			     flight seen (ADR-210); default true */
 };
 
 /* rx_limiter_config_default - fill @cfg with the defaults above. O(1). */
@@ -223,6 +226,7 @@ struct rx_limiter_stats {
 	uint64_t probes;	   /* probe windows completed */
 	uint64_t baseline_resets;  /* baselines re-measured */
 	uint64_t relaxations;	   /* stale limits raised to initial */
+	bool learning;		   /* no evidence yet: admitting all */
 };
 
 /*
@@ -257,6 +261,7 @@ struct rx_limiter {
 	double probe_jitter;	   /* [0.5, 1) */
 	bool probing;		   /* a probe window is running */
 	bool probed;		   /* a probe has completed since init */
+	bool learning;		   /* cfg.learn_first, until evidence */
 	uint64_t probe_start_ns;   /* when the probe started */
 	double probe_ref_us;	   /* quantile of the window before it */
 	/* Counters. */

@@ -29,6 +29,7 @@ static void make(struct rx_guard *g, uint32_t limit)
 	c.breaker.open_ms = 1000;
 	c.limiter.min_limit = c.limiter.max_limit = limit;
 	c.limiter.initial_limit = limit;
+	c.limiter.learn_first = false; /* a fixed limit from the first call */
 	CU_ASSERT_EQUAL_FATAL(rx_guard_config_check(&c, NULL), RX_OK);
 	CU_ASSERT_EQUAL_FATAL(rx_guard_init(g, &c, slots, 0), RX_OK);
 }

@@ -42,6 +42,9 @@ static struct rx_limiter_config config_of(enum rx_limiter_algorithm a)
 
 	rx_limiter_config_default(&c);
 	c.algorithm = a;
+	/* These tests drive the mechanics from a known limit; the learning
+	 * period (ADR-210) has tests of its own. */
+	c.learn_first = false;
 	return c;
 }
 
@@ -1369,7 +1372,84 @@ static void test_sim_capacity_below_initial(void)
 	printf("\n    ");
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Learning period (ADR-210)                                           */
+/* ------------------------------------------------------------------ */
+
+/* A healthy program's first burst, larger than the initial limit, is
+ * admitted whole; the first window then adopts the concurrency it saw. */
+static void test_learning_admits_first_burst(void)
+{
+	struct rx_limiter_config c;
+	struct rx_limiter l;
+	struct rx_ticket t[61];
+	uint64_t ms = 1000000;
+
+	rx_limiter_config_default(&c);
+	CU_ASSERT_TRUE(c.learn_first);
+	init_limiter(&l, &c);
+	for (int i = 0; i < 60; i++)
+		CU_ASSERT_EQUAL(admit(&l, ms, false, NULL, &t[i]), RX_ADMIT);
+	/* Settled newest first, so the window sees the peak of 60. */
+	for (int i = 0; i < 60; i++)
+		settle(&l, &t[59 - i], RX_SUCCESS, 1000,
+		       (10 + 3 * (uint64_t)i) * ms);
+	struct rx_limiter_stats st;
+	rx_limiter_stats(&l, 200 * ms, &st);
+	CU_ASSERT_FALSE(st.learning);
+	CU_ASSERT_EQUAL(st.updates, 1);
+	CU_ASSERT(st.limit >= 60);
+	/* The same burst again fits; one more than the limit does not. */
+	for (uint32_t i = 0; i < st.limit && i < 60; i++)
+		CU_ASSERT_EQUAL(admit(&l, 201 * ms, false, NULL, &t[i]),
+				RX_ADMIT);
+	if (st.limit == 60)
+		CU_ASSERT_EQUAL(admit(&l, 201 * ms, false, NULL, &t[60]),
+				RX_REFUSE);
+	assert_sane(&l, 201 * ms);
+}
+
+/* Overload ends the learning period at once: the limit backs off from
+ * its initial value and is enforced from then on. */
+static void test_learning_ends_on_overload(void)
+{
+	struct rx_limiter_config c;
+	struct rx_limiter l;
+	struct rx_ticket t[31];
+	uint64_t ms = 1000000;
+
+	rx_limiter_config_default(&c);
+	init_limiter(&l, &c);
+	for (int i = 0; i < 30; i++)
+		CU_ASSERT_EQUAL(admit(&l, ms, false, NULL, &t[i]), RX_ADMIT);
+	settle(&l, &t[0], RX_OVERLOAD, 500, 2 * ms);
+	struct rx_limiter_stats st;
+	rx_limiter_stats(&l, 2 * ms, &st);
+	CU_ASSERT_FALSE(st.learning);
+	CU_ASSERT_EQUAL(st.limit, 18); /* floor(20 x 0.9) */
+	CU_ASSERT_EQUAL(admit(&l, 3 * ms, false, NULL, &t[30]), RX_REFUSE);
+}
+
+/* A released call during the learning period leaves no trace (ADR-007). */
+static void test_learning_release_is_exact(void)
+{
+	struct rx_limiter_config c;
+	struct rx_limiter a, b;
+	struct rx_ticket t;
+
+	rx_limiter_config_default(&c);
+	init_limiter(&a, &c);
+	init_limiter(&b, &c);
+	CU_ASSERT_EQUAL(admit(&a, 1000, false, NULL, &t), RX_ADMIT);
+	settle(&a, &t, RX_REJECTED, 0, 2000);
+	CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+}
+
 static const struct rx_test tests[] = {
+    {"learning admits the first burst", test_learning_admits_first_burst},
+    {"learning ends on overload", test_learning_ends_on_overload},
+    {"learning release is exact", test_learning_release_is_exact},
     {"config defaults and checks", test_config_defaults_and_checks},
     {"algorithm names", test_algorithm_names},
     {"bands at exactly 2L and 3L", test_bands_at_2L_and_3L},
