@@ -15,7 +15,14 @@
  * p_square_quantile:
  *   - Desired positions are computed from the count on every step instead
  *     of being accumulated by adding the increments: same values in exact
- *     arithmetic, no accumulated rounding, two fewer arrays.
+ *     arithmetic, no accumulated rounding, two fewer arrays. Accumulating
+ *     would save one multiplication per marker and change estimates in
+ *     their last bits, so the count stays the source (ADR-181); the
+ *     conversions are made once per observation instead.
+ *   - A marker due to move between two neighbours of equal height keeps
+ *     its height without evaluating either formula: both would return it
+ *     (ADR-181). Streams of equal latencies, common with coarse clocks and
+ *     cached answers, then cost no division.
  *   - The linear fallback is evaluated as (1-t) q[i] + t q[i+s] with
  *     t = 1/|n[i+s]-n[i]| <= 1/2: it cannot overflow even when the markers
  *     span the whole double range, and the parabola, whose intermediate
@@ -32,15 +39,6 @@
 
 #include "resilix/error.h"
 #include "resilix/p2.h"
-
-/* The desired position of marker @i after @count observations:
- * 1 + (count - 1) x {0, p/2, p, (1+p)/2, 1}[i]. */
-static double desired(const struct rx_p2 *e, int i, uint64_t count)
-{
-	double inc[5] = {0.0, e->p / 2.0, e->p, (1.0 + e->p) / 2.0, 1.0};
-
-	return 1.0 + (double)(count - 1) * inc[i];
-}
 
 /* The P² piecewise-parabolic prediction for marker @i moved by @s. */
 static double parabolic(const struct rx_p2 *e, int i, double s)
@@ -131,8 +129,14 @@ void rx_p2_add(struct rx_p2 *e, double x)
 		e->n[i]++;
 	e->count++;
 
+	/* Desired positions 1 + (count - 1) x {p/2, p, (1+p)/2} for the
+	 * middle markers: the count and the increments are converted once
+	 * per observation, not once per marker (ADR-181). */
+	const double c = (double)(e->count - 1);
+	const double inc[4] = {0.0, e->p / 2.0, e->p, (1.0 + e->p) / 2.0};
+
 	for (int i = 1; i <= 3; i++) {
-		double d = desired(e, i, e->count) - (double)e->n[i];
+		double d = (1.0 + c * inc[i]) - (double)e->n[i];
 		int s;
 
 		if (d >= 1.0 && e->n[i + 1] - e->n[i] > 1)
@@ -142,11 +146,21 @@ void rx_p2_add(struct rx_p2 *e, double x)
 		else
 			continue;
 
-		double qp = parabolic(e, i, (double)s);
-		if (qp > e->q[i - 1] && qp < e->q[i + 1])
-			e->q[i] = qp;
-		else
-			e->q[i] = linear(e, i, s);
+		if (e->q[i - 1] == e->q[i + 1]) {
+			/* Heights are ordered, so all three are equal: the
+			 * parabola lands on q[i], which is not strictly
+			 * between its neighbours, and the linear step moves
+			 * it by t x 0. Both are skipped (ADR-181); the
+			 * "+ 0.0" keeps the one bit they change, a -0.0
+			 * height becoming +0.0. */
+			e->q[i] = e->q[i] + 0.0;
+		} else {
+			double qp = parabolic(e, i, (double)s);
+			if (qp > e->q[i - 1] && qp < e->q[i + 1])
+				e->q[i] = qp;
+			else
+				e->q[i] = linear(e, i, s);
+		}
 		e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
 	}
 }
