@@ -80,6 +80,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -689,6 +690,77 @@ static bool same_call(const struct rx_op *op)
 }
 
 /*
+ * Stale entries (ADR-190). A socket closed where the shim cannot see it
+ * (fclose of an fdopen'd socket, a raw close system call, a close inside
+ * libc, a signal handler's close while this thread was inside the shim)
+ * leaves its entry behind, and the number may come back from open, pipe
+ * or any call the shim does not wrap. Before the shim changes behaviour
+ * on a number (admits - and may refuse - a new request) or takes evidence
+ * from it, it checks that the number still holds the socket that
+ * connected: one fstat, on those rare paths only.
+ */
+
+/* Record the socket now on @fd in @e (at connect). false: fstat failed. */
+static bool remember_socket(int fd, struct rx_fd *e)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	atomic_store_explicit(&e->sock_dev, (uint64_t)st.st_dev,
+			      memory_order_relaxed);
+	atomic_store_explicit(&e->sock_ino, (uint64_t)st.st_ino,
+			      memory_order_relaxed);
+	return true;
+}
+
+/* Does @fd still hold the socket @e connected? Preserves errno. */
+static bool still_ours(int fd, struct rx_fd *e)
+{
+	struct stat st;
+	int saved = errno;
+	bool same = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+		    (uint64_t)st.st_ino == atomic_load_explicit(
+					       &e->sock_ino,
+					       memory_order_relaxed) &&
+		    (uint64_t)st.st_dev == atomic_load_explicit(
+					       &e->sock_dev,
+					       memory_order_relaxed);
+
+	errno = saved;
+	return same;
+}
+
+/*
+ * Would settling @v with this latency count against the upstream - a
+ * failure, an overload, a timeout, or a slow call? Only such evidence is
+ * worth an fstat (ADR-190): the healthy path settles without one.
+ */
+static bool adverse(enum rx_verdict v, uint64_t start_ns, uint64_t end_ns)
+{
+	uint64_t slow_ns = cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
+
+	if (v == RX_REJECTED)
+		return false;
+	if (v != RX_SUCCESS && v != RX_ANSWERED)
+		return true;
+	return slow_ns > 0 && end_ns > start_ns && end_ns - start_ns >= slow_ns;
+}
+
+static void forget(int fd, struct rx_fd *e);
+
+/* @fd no longer holds @e's socket: drop the entry, unless another
+ * operation restarted it since @epoch. No lock held on entry or exit. */
+static void forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
+{
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) != epoch)
+		return;
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG, "fd=%d event=stale-fd", fd);
+	forget(fd, e);
+}
+
+/*
  * Settle @op's call with @v after an error or EOF, and retire the fd.
  * @stale: the failure is an EOF, ECONNRESET or EPIPE, which on a kept-alive
  * connection before any byte of the response means the server had closed
@@ -717,6 +789,13 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
 	}
 	end_call_locked(op->e, RX_FD_DONE, now, &end);
 	rx__unlock(l);
+	if (adverse(v, end.start_ns, end.end_ns) && !still_ours(op->fd, op->e)) {
+		/* Not the upstream's socket any more (ADR-190). */
+		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
+		       end.end_ns, now, "stale-fd");
+		forget_stale(op->fd, op->e, op->epoch);
+		return;
+	}
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now, at);
 }
 
@@ -795,6 +874,12 @@ static bool settle_overdue(struct rx_op *op)
 	}
 	end_call_locked(op->e, RX_FD_DONE, now, &end);
 	rx__unlock(l);
+	if (v == RX_TIMEOUT && !still_ours(op->fd, op->e)) {
+		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
+		       end.end_ns, now, "stale-fd"); /* ADR-190 */
+		forget_stale(op->fd, op->e, op->epoch);
+		return true;
+	}
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
 	       v == RX_TIMEOUT ? "deadline" : "expired");
 	return true;
@@ -852,6 +937,9 @@ static void forget(int fd, struct rx_fd *e)
 		if (cfg.timeout_ms > 0 &&
 		    past_deadline(end.start_ns, now, &over))
 			late = true;
+		/* A number that no longer holds the socket (ADR-190). */
+		if (late && !still_ours(fd, e))
+			late = false;
 
 		settle(end.guard, &end.permit, late ? RX_TIMEOUT : RX_REJECTED,
 		       end.start_ns, now, now, "close");
@@ -947,7 +1035,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	 * a failed connect: start afresh. */
 	forget(fd, e);
 	if (rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
-	    type != SOCK_STREAM)
+	    type != SOCK_STREAM || !remember_socket(fd, e))
 		goto pass;
 
 	now = now_ns();
@@ -1121,6 +1209,14 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	late = past_deadline(e->start_ns, e->first_byte_ns, &v);
 	end_call_locked(e, next, e->first_byte_ns, &end);
 	rx__unlock(l);
+	if (adverse(v, end.start_ns, end.end_ns) && !still_ours(op->fd, e)) {
+		/* Bytes of whatever now has the number, not a response
+		 * (ADR-190). */
+		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
+		       end.end_ns, now, "stale-fd");
+		forget_stale(op->fd, e, op->epoch);
+		return;
+	}
 	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
 	       late ? (v == RX_TIMEOUT ? "deadline" : "expired")
 		    : "first-byte");
@@ -1182,6 +1278,14 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
 		if (!owner_fast())
 			goto pass;
+		if (!still_ours(fd, e)) {
+			/* The socket is gone; the number is another file's
+			 * now: never refuse a write to it (ADR-190). */
+			forget_stale(fd, e,
+				     atomic_load_explicit(
+					 &e->epoch, memory_order_relaxed));
+			goto pass;
+		}
 		l = rx__fd_lock(fd);
 		rx__lock(l);
 		if (rx__fd_phase(e) == RX_FD_IDLE)

@@ -249,6 +249,11 @@ struct rx_fd {
 	uint64_t first_byte_ns; /* first byte of the current response, or 0 */
 	struct rx_sniff_http sniff;
 	struct rx_gate_permit permit; /* the current call's tickets */
+	/* st_dev and st_ino of the socket that connected on this number
+	 * (fstat at connect): before the shim changes anything on the number
+	 * later, it checks the number still holds that socket (ADR-190).
+	 * Atomic: read without the stripe lock. */
+	_Atomic uint64_t sock_dev, sock_ino;
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));
 
 /* An entry fills one power-of-two slot: the fast path of every I/O call
