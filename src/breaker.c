@@ -232,12 +232,12 @@ static void record_closed(struct rx_breaker *b, uint64_t now, bool failure,
 	struct rx_window *w = &b->window;
 	uint64_t aged = w->aged_out;
 
-	rx_window_expire(w, now);
+	rx__window_expire(w, now);
 	if (w->aged_out != aged && w->count < b->min_calls)
 		b->starving = true;
-	rx_window_push(w, now,
-		       (failure ? RX_SLOT_FAILURE : 0) |
-			   (slow ? RX_SLOT_SLOW : 0));
+	rx__window_append(w, now,
+			  (failure ? RX_SLOT_FAILURE : 0) |
+			      (slow ? RX_SLOT_SLOW : 0));
 	if (w->count >= b->min_calls)
 		b->starving = false;
 
@@ -278,7 +278,7 @@ void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
 	if ((unsigned)v >= RX_VERDICT_COUNT)
 		v = RX_TRANSIENT; /* unrecognised reads as transient */
 
-	bool failure = rx_verdict_is_failure(v);
+	bool failure = rx__verdict_is_failure(v);
 	bool slow = slow_tracked(b) &&
 		    obs->latency_us >= rx__sat_mul(b->cfg.slow_call_ms, 1000);
 

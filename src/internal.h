@@ -94,6 +94,61 @@ static inline uint64_t rx__clock_peek(uint64_t last, uint64_t now_ns)
 }
 
 /*
+ * The sliding window's data path (window.c), here so that the breaker's
+ * settle compiles it inline: a call into the library costs more than the
+ * push itself, and the exported rx_window_* functions cannot be inlined
+ * across files (ADR-182). window.c's functions are these.
+ */
+
+/* Remove the oldest slot and take it out of the running counters. */
+static inline void rx__window_drop_tail(struct rx_window *w)
+{
+	const struct rx_window_slot *s = &w->slots[w->tail];
+	w->failures -= (s->flags & RX_SLOT_FAILURE) != 0;
+	w->slow -= (s->flags & RX_SLOT_SLOW) != 0;
+	w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
+	w->count--;
+}
+
+/* rx_window_expire. */
+static inline void rx__window_expire(struct rx_window *w, uint64_t now_ns)
+{
+	if (w->max_age_ns == 0)
+		return;
+	while (w->count > 0 &&
+	       rx__sat_sub(now_ns, w->slots[w->tail].t_ns) >= w->max_age_ns) {
+		rx__window_drop_tail(w);
+		w->aged_out = rx__sat_add(w->aged_out, 1);
+	}
+}
+
+/* rx_window_push without its age eviction, for a caller that has just
+ * run rx__window_expire at the same @now_ns (which leaves nothing for a
+ * second pass to evict). */
+static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
+				     uint32_t flags)
+{
+	if (w->count == w->capacity)
+		rx__window_drop_tail(w);
+	uint32_t head = w->tail + w->count;
+	if (head >= w->capacity)
+		head -= w->capacity;
+	flags &= RX_SLOT_FAILURE | RX_SLOT_SLOW;
+	w->slots[head].t_ns = now_ns;
+	w->slots[head].flags = flags;
+	w->slots[head].pad = 0;
+	w->count++;
+	w->failures += (flags & RX_SLOT_FAILURE) != 0;
+	w->slow += (flags & RX_SLOT_SLOW) != 0;
+}
+
+/* rx_verdict_is_failure, inline for the breaker's settle. */
+static inline bool rx__verdict_is_failure(enum rx_verdict v)
+{
+	return v == RX_TRANSIENT || v == RX_TIMEOUT;
+}
+
+/*
  * The registry's layout, shared with the snapshot code (snapshot.c). An
  * entry is a guard plus its key and bookkeeping; the guard comes first so a
  * struct rx_guard * converts back to its entry. Entries live in one of

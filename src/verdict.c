@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "internal.h"
 #include "resilix/policy.h"
 #include "resilix/verdict.h"
 
@@ -80,5 +81,5 @@ enum rx_verdict rx_verdict_from_errno(int err, enum rx_phase phase)
 
 bool rx_verdict_is_failure(enum rx_verdict v)
 {
-	return v == RX_TRANSIENT || v == RX_TIMEOUT;
+	return rx__verdict_is_failure(v);
 }

@@ -34,45 +34,16 @@ int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
 	return RX_OK;
 }
 
-/* Remove the oldest slot and take it out of the running counters. */
-static void drop_tail(struct rx_window *w)
-{
-	const struct rx_window_slot *s = &w->slots[w->tail];
-	if (s->flags & RX_SLOT_FAILURE)
-		w->failures--;
-	if (s->flags & RX_SLOT_SLOW)
-		w->slow--;
-	w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
-	w->count--;
-}
-
+/* The bodies are in internal.h, where the breaker inlines them. */
 void rx_window_expire(struct rx_window *w, uint64_t now_ns)
 {
-	if (w->max_age_ns == 0)
-		return;
-	while (w->count > 0 &&
-	       rx__sat_sub(now_ns, w->slots[w->tail].t_ns) >= w->max_age_ns) {
-		drop_tail(w);
-		w->aged_out = rx__sat_add(w->aged_out, 1);
-	}
+	rx__window_expire(w, now_ns);
 }
 
 void rx_window_push(struct rx_window *w, uint64_t now_ns, uint32_t flags)
 {
-	rx_window_expire(w, now_ns);
-	if (w->count == w->capacity)
-		drop_tail(w);
-	uint32_t head = w->tail + w->count;
-	if (head >= w->capacity)
-		head -= w->capacity;
-	w->slots[head].t_ns = now_ns;
-	w->slots[head].flags = flags & (RX_SLOT_FAILURE | RX_SLOT_SLOW);
-	w->slots[head].pad = 0;
-	w->count++;
-	if (flags & RX_SLOT_FAILURE)
-		w->failures++;
-	if (flags & RX_SLOT_SLOW)
-		w->slow++;
+	rx__window_expire(w, now_ns);
+	rx__window_append(w, now_ns, flags);
 }
 
 void rx_window_clear(struct rx_window *w)
