@@ -1249,7 +1249,8 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * ---------------------------------------------------------------------- */
 
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
-				    size_t len)
+				    size_t len, const struct iovec *iov,
+				    int iovcnt)
 {
 	struct rx_fd *e = rx__fd_get(fd);
 	struct rx_gate_permit permit;
@@ -1277,6 +1278,11 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	 * connection is the curl layer's (ADR-152). */
 	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
 		if (!owner_fast())
+			goto pass;
+		/* Only a request line starts a call: the rest of a body
+		 * still being sent after an early response continues the
+		 * exchange, never refused, never half-sent (ADR-191). */
+		if (!rx__http_request_start(iov, iovcnt))
 			goto pass;
 		if (!still_ours(fd, e)) {
 			/* The socket is gone; the number is another file's

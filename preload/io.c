@@ -315,10 +315,12 @@ RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 /* ---- sending ------------------------------------------------------ */
 
 /* The common begin step of the sending calls: 1 = tracked, 0 = pass,
- * -1 = refused (errno set). */
-static int send_begin(struct rx_op *op, int fd, int flags, size_t len)
+ * -1 = refused (errno set). @iov, the bytes to send (NULL when unknown),
+ * is read only on an idle kept-alive connection (ADR-191). */
+static int send_begin(struct rx_op *op, int fd, int flags, size_t len,
+		      const struct iovec *iov, int iovcnt)
 {
-	switch (rx__write_begin(op, fd, flags, len)) {
+	switch (rx__write_begin(op, fd, flags, len, iov, iovcnt)) {
 	case RX_OP_TRACK:
 		return 1;
 	case RX_OP_REFUSE:
@@ -330,11 +332,20 @@ static int send_begin(struct rx_op *op, int fd, int flags, size_t len)
 	}
 }
 
+/* send_begin for one buffer. */
+static int send_begin_buf(struct rx_op *op, int fd, int flags,
+			  const void *buf, size_t len)
+{
+	struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
+
+	return send_begin(op, fd, flags, len, &v, 1);
+}
+
 static RX_NOINLINE ssize_t do_write(int fd, const void *buf, size_t len)
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = send_begin(&op, fd, 0, len);
+	int b = send_begin_buf(&op, fd, 0, buf, len);
 
 	if (b == 0)
 		return rx__real_write(fd, buf, len);
@@ -361,7 +372,7 @@ static RX_NOINLINE ssize_t do_send(int fd, const void *buf, size_t len,
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = send_begin(&op, fd, flags, len);
+	int b = send_begin_buf(&op, fd, flags, buf, len);
 
 	if (b == 0)
 		return rx__real_send(fd, buf, len, flags);
@@ -417,7 +428,7 @@ RX_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		return n;
 	}
 	if (b == 2)
-		b = send_begin(&op, fd, flags, len);
+		b = send_begin_buf(&op, fd, flags, buf, len);
 
 	if (b == 0)
 		return rx__real_sendto(fd, buf, len, flags, sa, addrlen);
@@ -435,7 +446,7 @@ RX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	int b;
 
 	FAST_SEND(writev, fd, iov, iovcnt);
-	b = send_begin(&op, fd, 0, iov_total(iov, iovcnt));
+	b = send_begin(&op, fd, 0, iov_total(iov, iovcnt), iov, iovcnt);
 
 	if (b == 0)
 		return rx__real_writev(fd, iov, iovcnt);
@@ -461,7 +472,8 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	}
 	if (b == 2)
 		b = send_begin(&op, fd, flags,
-			       iov_total(msg->msg_iov, (long)msg->msg_iovlen));
+			       iov_total(msg->msg_iov, (long)msg->msg_iovlen),
+			       msg->msg_iov, (int)msg->msg_iovlen);
 
 	if (b == 0)
 		return rx__real_sendmsg(fd, msg, flags);
@@ -487,7 +499,9 @@ RX_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
 	struct rx_op op;
 	int rc;
-	int b = send_begin(&op, fd, flags, mmsg_total(vec, n));
+	int b = send_begin(&op, fd, flags, mmsg_total(vec, n),
+			   vec && n > 0 ? vec[0].msg_hdr.msg_iov : NULL,
+			   vec && n > 0 ? (int)vec[0].msg_hdr.msg_iovlen : 0);
 
 	if (b == 0)
 		return rx__real_sendmmsg(fd, vec, n, flags);
@@ -504,7 +518,7 @@ static ssize_t do_sendfile(int out, int in, off_t *off, size_t count,
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = send_begin(&op, out, 0, count);
+	int b = send_begin(&op, out, 0, count, NULL, 0);
 
 	if (b == 0)
 		return large ? rx__real_sendfile64(out, in, off, count)

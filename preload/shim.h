@@ -212,6 +212,14 @@ void rx__sniff_reset(struct rx_sniff_http *s);
 enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
 				    size_t len, int *status);
 
+/*
+ * rx__http_request_start - do the bytes @iov (@iovcnt entries; NULL when
+ * unknown, as for sendfile) begin an HTTP/1.x request line: a method of
+ * A-Z, '-', '_', a space and a request target's first byte (ADR-191)?
+ * Reads at most 24 bytes. Pure, O(1).
+ */
+bool rx__http_request_start(const struct iovec *iov, int iovcnt);
+
 /* ------------------------------------------------------------------------
  * fdtable.c - per-fd call state.
  *
@@ -417,10 +425,14 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 /*
  * rx__write_begin/rx__write_end - any call that sends bytes. begin
  * admits a new call when the previous response has started (kept-alive
- * connection) and may refuse it; end settles the call on an I/O error.
+ * connection) and the bytes @iov (@iovcnt entries, NULL when unknown)
+ * begin a new request (ADR-191), and may refuse it; any other write
+ * continues the current exchange and is never refused. @iov is read only
+ * then, on a tracked fd. end settles the call on an I/O error.
  */
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
-				    size_t len);
+				    size_t len, const struct iovec *iov,
+				    int iovcnt);
 void rx__write_end(struct rx_op *op, ssize_t n);
 
 /*

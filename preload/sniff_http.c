@@ -18,6 +18,10 @@
  *     (the server speaks HTTP badly: an unrecognised outcome).
  * "HTTP/2 200" is accepted for tolerance, although HTTP/2 never sends a
  * status line on the wire. Pure: no clock, no I/O, no allocation.
+ *
+ * The other direction, once: rx__http_request_start tells whether a write
+ * on a connection whose last response began starts a new request (a
+ * method and a space) or continues the current one (ADR-191).
  */
 #include "config.h"
 
@@ -140,4 +144,50 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
 		return RX_SNIFF_FINAL;
 	}
 	return RX_SNIFF_MORE;
+}
+
+/*
+ * Does a write whose bytes are @iov start an HTTP/1.x request (ADR-191)?
+ * The rule: a method - 1 to 20 characters of A-Z, '-' or '_', the first
+ * A-Z (RFC 9110 allows any token, but every registered method is upper
+ * case, and request bodies, chunk sizes and JSON rarely are) - then one
+ * space, then the first byte of a request target: '/' (origin form), '*'
+ * (asterisk form), 'h' or 'H' (absolute form, "http://"), or for CONNECT
+ * a letter, digit or '[' (authority form). A write that ends before the
+ * rule decides, with every byte so far fitting it ("GET", "POST "), is a
+ * start: a request line written in pieces. Reads at most 24 bytes, from
+ * the first iovec entries; called only for a tracked fd. O(1).
+ */
+bool rx__http_request_start(const struct iovec *iov, int iovcnt)
+{
+	unsigned char b[24];
+	size_t n = 0, m = 0, take;
+	unsigned char c;
+	int i;
+
+	for (i = 0; iov && i < iovcnt && n < sizeof(b); i++) {
+		take = iov[i].iov_len < sizeof(b) - n ? iov[i].iov_len
+						     : sizeof(b) - n;
+		if (take > 0)
+			memcpy(b + n, iov[i].iov_base, take);
+		n += take;
+	}
+	while (m < n && m < 20 &&
+	       ((b[m] >= 'A' && b[m] <= 'Z') ||
+		(m > 0 && (b[m] == '-' || b[m] == '_'))))
+		m++;
+	if (m == 0)
+		return false;
+	if (m == n)
+		return true;
+	if (b[m] != ' ')
+		return false;
+	if (m + 1 == n)
+		return true;
+	c = b[m + 1];
+	if (c == '/' || c == '*' || c == 'h' || c == 'H')
+		return true;
+	return m == 7 && memcmp(b, "CONNECT", 7) == 0 &&
+	       ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		(c >= '0' && c <= '9') || c == '[');
 }

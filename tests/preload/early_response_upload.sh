@@ -1,0 +1,96 @@
+#!/bin/bash
+# early_response_upload.sh - a request body still being sent after the
+# server's early response is never refused half-way (ADR-191).
+#
+# The server answers "500" as soon as it has the request headers, then
+# reads the whole body. The client reads that response before it sends
+# its body (as a full-duplex or event-loop client does), with a breaker
+# that opens at the first failure. Before ADR-191 the first body write
+# after the response began was taken for a new request on a kept-alive
+# connection: refused with ECONNREFUSED, the upload cut after its headers
+# (and, with the circuit closed, counted as a second call). Now only a
+# write that starts with a request line ("GET /", "POST /"...) starts a
+# call: the body goes through whole, one call is settled, and a real next
+# request on the same connection is still admitted - here, refused, as the
+# circuit is open.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+rx_need python3
+
+rx_plain python3 -c '
+import socket, sys, threading, os
+pf = sys.argv[1]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+s.settimeout(15)
+open(pf + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(pf + ".tmp", pf)
+def serve(c):
+    c.settimeout(10)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            return
+        buf += d
+    hdr, body = buf.split(b"\r\n\r\n", 1)
+    cl = int(hdr.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    c.sendall(b"HTTP/1.1 500 Early\r\nContent-Length: 6\r\n\r\nearly\n")
+    got = len(body)
+    while got < cl:
+        d = c.recv(65536)
+        if not d:
+            break
+        got += len(d)
+    print("server body", got, "of", cl, flush=True)
+    c.close()
+try:
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+except socket.timeout:
+    pass
+' "$RX_TMP/port" >"$RX_TMP/server.out" 2>&1 &
+RX_PIDS="$RX_PIDS $!"
+rx_wait_for 5 test -s "$RX_TMP/port" || rx_fail "server did not start"
+port=$(cat "$RX_TMP/port")
+
+cat >"$RX_TMP/client.py" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+n, chunk = 1000000, b"x" * 65536
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+s.sendall(b"PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % n)
+print("response", s.recv(100).split(b"\r\n")[0].decode(), flush=True)
+sent = 0
+try:
+    while sent < n:
+        k = min(len(chunk), n - sent)
+        s.sendall(chunk[:k])
+        sent += k
+    print("body sent", sent, flush=True)
+except OSError as e:
+    print("body cut after", sent, e.strerror, flush=True)
+try:
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    print("next request sent")
+except OSError as e:
+    print("next request:", e.strerror)
+PY
+out=$RX_TMP/client.out err=$RX_TMP/client.err
+rx_dump_on_fail "$out" "$err" "$RX_TMP/server.out"
+rx_shim RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=1 \
+	python3 "$RX_TMP/client.py" "$port" >"$out" 2>"$err" ||
+	rx_fail "client exit status $?"
+rx_assert_grep "the early response" '^response HTTP/1.1 500 Early$' "$out"
+rx_assert_grep "the whole body sent" '^body sent 1000000$' "$out"
+rx_wait_for 5 grep -q 'server body' "$RX_TMP/server.out"
+rx_assert_grep "the server got the whole body" \
+	'^server body 1000000 of 1000000$' "$RX_TMP/server.out"
+rx_assert_eq "calls settled" 1 "$(grep -c 'event=settle' "$err")"
+rx_assert_eq "breaker transitions" "closed>open" "$(rx_transitions "$err")"
+rx_assert_grep "a real next request is still admitted (refused: open)" \
+	'^next request: Connection refused$' "$out"
+rx_assert_eq "refusals at a write" 1 "$(grep -c 'event=refused.*at=write' "$err")"
+rx_pass
