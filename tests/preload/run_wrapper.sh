@@ -3,6 +3,11 @@
 # the shim goes before the caller's entries, but a sanitizer runtime
 # already there stays first (ADR-200), or an ASan program dies with "ASan
 # runtime does not come first in initial library list".
+# It never runs a program unguarded silently: a shim path with a space or a
+# colon (LD_PRELOAD splits on both) is refused, exit 2, naming the path; a
+# relative --so is made absolute (ADR-204). `--disable=1` says the flag
+# takes no value; a program whose name contains '=' is run, not taken for
+# an environment assignment.
 . "$(dirname "$0")/lib.sh"
 rx_need "${CC:-cc}"
 RUN=$RESILIX_SRCDIR/scripts/resilix-run
@@ -41,4 +46,39 @@ got=$(env -u LD_PRELOAD "$TO" 10 "$BASH" "$RUN" -- "$PE" LD_PRELOAD)
 if [ -z "$RESILIX_SANITIZE_RUNTIME" ]; then
 	rx_assert_eq "no caller list: the shim alone" "$RESILIX_SO" "$got"
 fi
+
+# A shim path LD_PRELOAD would split: refused, whatever asks for it.
+TR=$(type -P true)
+for dir in "sp ace" "co:lon"; do
+	mkdir -p "$RX_TMP/$dir"
+	cp "$RESILIX_SO" "$RX_TMP/$dir/libresilix_preload.so"
+	bad=$RX_TMP/$dir/libresilix_preload.so
+	RESILIX_SO=$bad "$TO" 10 "$BASH" "$RUN" -- "$TR" >out 2>err
+	rx_assert_eq "'$dir': exit status" 2 "$?"
+	rx_assert_grep "'$dir': the error names the path" \
+		"cannot preload '$bad': LD_PRELOAD splits on spaces and colons" err
+	"$TO" 10 "$BASH" "$RUN" --so "$bad" -- "$TR" >out 2>err
+	rx_assert_eq "'$dir' via --so: exit status" 2 "$?"
+	RESILIX_SO=$bad "$TO" 10 "$BASH" "$RUN" --print-so >out 2>err
+	rx_assert_eq "'$dir' --print-so: exit status" 2 "$?"
+done
+
+# A relative --so becomes absolute.
+mkdir -p rel
+cp "$RESILIX_SO" rel/libresilix_preload.so
+got=$(LD_PRELOAD=${RESILIX_SANITIZE_RUNTIME:-} "$TO" 10 "$BASH" "$RUN" \
+	--so rel/libresilix_preload.so -- "$PE" LD_PRELOAD)
+rx_assert_eq "relative --so: absolute in LD_PRELOAD" \
+	"${RESILIX_SANITIZE_RUNTIME:+$RESILIX_SANITIZE_RUNTIME }$RX_TMP/rel/libresilix_preload.so" \
+	"$got"
+
+# Flags with a value, programs with '='.
+"$TO" 10 "$BASH" "$RUN" --disable=1 -- "$TR" >out 2>err
+rx_assert_eq "--disable=1: exit status" 2 "$?"
+rx_assert_grep "--disable=1: says why" "option '--disable' takes no value" err
+printf '#!/bin/sh\necho "eq ran $RESILIX_DISABLE"\n' >'a=b'
+chmod +x 'a=b'
+got=$(LD_PRELOAD=${RESILIX_SANITIZE_RUNTIME:-} "$TO" 10 "$BASH" "$RUN" \
+	--disable -- ./a=b 2>err)
+rx_assert_eq "a program named a=b runs, with the options" "eq ran 1" "$got"
 rx_pass
