@@ -141,6 +141,9 @@ int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
 	b->transitions = 0;
 	b->probe_epoch_ns = 0;
 	b->starving = false;
+	b->cutoff_n = 0; /* no cut-offs yet: n is at least 1 when used */
+	b->failure_cutoff = 0;
+	b->slow_cutoff = 0;
 	return RX_OK;
 }
 
@@ -225,7 +228,31 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 	return RX_ADMIT;
 }
 
-/* Record one closed-state settlement and trip if a condition holds. */
+/*
+ * The trip rule "count / n, as a double, strictly above @rate" as an
+ * integer cut-off for a window of @n calls (n >= 1): the smallest count k
+ * in [0, n] with (double)k / n > rate, or n + 1 when no count trips (a
+ * rate of 1). Division rounds monotonically, so the quotient never falls
+ * as k grows and "count >= cut-off" decides exactly as the quotient does,
+ * rounding included (ADR-183). The guess rate x n is within one of the
+ * answer; the loops settle it with the rule's own division.
+ */
+static uint32_t rate_cutoff(double rate, uint32_t n)
+{
+	double guess = rate * (double)n;
+	uint32_t k = guess >= (double)n ? n : (uint32_t)guess;
+
+	while (k > 0 && (double)(k - 1) / n > rate)
+		k--;
+	while (k <= n && !((double)k / n > rate))
+		k++;
+	return k;
+}
+
+/* Record one closed-state settlement and trip if a condition holds. The
+ * rates are compared through cut-offs cached for the window's size, which
+ * stays put once the window is full: a division per settlement becomes
+ * two integer comparisons (ADR-183). */
 static void record_closed(struct rx_breaker *b, uint64_t now, bool failure,
 			  bool slow, enum rx_verdict v)
 {
@@ -255,8 +282,13 @@ static void record_closed(struct rx_breaker *b, uint64_t now, bool failure,
 	uint32_t n = w->count;
 	if (n < b->min_calls && !(b->starving && n >= STARVED_MIN_CALLS))
 		return;
-	if ((double)w->failures / n > b->cfg.failure_rate ||
-	    (slow_tracked(b) && (double)w->slow / n > b->cfg.slow_call_rate))
+	if (n != b->cutoff_n) {
+		b->cutoff_n = n;
+		b->failure_cutoff = rate_cutoff(b->cfg.failure_rate, n);
+		b->slow_cutoff = rate_cutoff(b->cfg.slow_call_rate, n);
+	}
+	if (w->failures >= b->failure_cutoff ||
+	    (slow_tracked(b) && w->slow >= b->slow_cutoff))
 		trip(b, now);
 }
 

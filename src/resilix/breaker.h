@@ -127,6 +127,9 @@ struct rx_breaker {
 	uint64_t probe_epoch_ns;  /* admission of the oldest probe in flight */
 	uint32_t min_calls;       /* effective: min(cfg min_calls, window) */
 	bool starving;            /* age eviction left n below min_calls */
+	uint32_t cutoff_n;        /* window size the cut-offs are for */
+	uint32_t failure_cutoff;  /* failures that trip at cutoff_n calls */
+	uint32_t slow_cutoff;     /* slow calls that trip at cutoff_n calls */
 };
 
 /*
