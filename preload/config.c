@@ -108,7 +108,9 @@ static const struct var vars[] = {
      "integer milliseconds 1..86400000"},
     {"RESILIX_HALF_OPEN_PROBES", F_HALF_OPEN_PROBES, K_UINT, 1, 1000,
      "integer 1..1000"},
-    {"RESILIX_MAX_KEYS", F_MAX_KEYS, K_UINT, 1, 1000000, "integer 1..1000000"},
+    /* Tighter than the core's 1..1000000: every process that loads the
+     * shim pays for all its slots at start (ADR-205). */
+    {"RESILIX_MAX_KEYS", F_MAX_KEYS, K_UINT, 1, 65536, "integer 1..65536"},
     {"RESILIX_KEY_TTL_MS", F_KEY_TTL_MS, K_UINT, 0, 2592000000u,
      "integer milliseconds 0..2592000000, 0 = keys never expire"},
     {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},

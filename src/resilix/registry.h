@@ -35,7 +35,8 @@ extern "C" {
 #define RX_KEY_MAX 255 /* longest key in bytes; longer keys are truncated */
 
 struct rx_registry_config {
-	uint32_t max_keys;   /* 1..1000000, default 1024 */
+	uint32_t max_keys;   /* 1..1000000, default 1024 (the shim accepts
+	                        at most 65536: ADR-205) */
 	uint64_t key_ttl_ms; /* idle time before eviction, default 600000;
 	                        0 = no idle eviction; at most 30 days */
 };
