@@ -889,14 +889,79 @@ static bool settle_overdue(struct rx_op *op)
 static void connected(struct rx_op *op)
 {
 	struct rx_lock *l;
+	uint64_t now;
 
 	if (!owner_fast())
 		return;
+	/* When the request has not begun yet, the completion is seen here
+	 * (a blocking connect's return, SO_ERROR 0): the idle time until its
+	 * first write is the program's, not the upstream's (ADR-192). */
+	now = atomic_load_explicit(&op->e->wrote, memory_order_relaxed)
+		  ? 0
+		  : now_ns();
 	l = rx__fd_lock(op->fd);
 	rx__lock(l);
-	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING)
+	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING) {
+		if (!atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
+			op->e->connected_ns = now;
 		atomic_store_explicit(&op->e->phase, RX_FD_WAITING,
 				      memory_order_release);
+	}
+	rx__unlock(l);
+}
+
+/*
+ * getsockopt(SO_ERROR) read 0 on a pending connect: if the socket has a
+ * peer, the connect completed by now - note when, for first_write
+ * (ADR-192). SO_ERROR is 0 while the connect is still in progress too,
+ * hence getpeername; the phase stays CONNECTING, so that a connect()
+ * polled again still finds its own call.
+ */
+static void seen_connected(struct rx_op *op)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct rx_lock *l;
+	uint64_t now;
+
+	if (!owner_fast() ||
+	    atomic_load_explicit(&op->e->wrote, memory_order_relaxed) ||
+	    getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	now = now_ns();
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (same_call(op) && op->e->connected_ns == 0 &&
+	    !atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
+		op->e->connected_ns = now;
+	rx__unlock(l);
+}
+
+/*
+ * The first write of @op's call on a new connection (ADR-192): the call's
+ * clock skips the idle gap between the connect's completion, where it was
+ * seen, and this write - the program's think time. Latency is then the
+ * connect's duration plus the time from the first request byte to the
+ * first response byte. Once per call: later writes see `wrote` set.
+ */
+static void first_write(struct rx_op *op)
+{
+	struct rx_fd *e = op->e;
+	struct rx_lock *l;
+	uint64_t now;
+
+	if (!owner_fast())
+		return;
+	now = now_ns();
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (same_call(op) &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		atomic_store_explicit(&e->wrote, 1, memory_order_relaxed);
+		if (e->connected_ns != 0 && now > e->connected_ns &&
+		    e->start_ns <= e->connected_ns)
+			e->start_ns += now - e->connected_ns;
+	}
 	rx__unlock(l);
 }
 
@@ -1053,6 +1118,8 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	e->permit = permit;
 	e->start_ns = now;
 	e->first_byte_ns = 0;
+	e->connected_ns = 0;
+	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
 	rx__sniff_reset(&e->sniff);
 	op->epoch =
 	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed) + 1;
@@ -1090,10 +1157,10 @@ void rx__getsockopt_so_error(int fd, int rc, int value)
 	enum rx_fd_phase ph;
 	int saved = errno;
 
-	if (!e || rc != 0 || value == 0 || rx__inside)
+	if (!e || rc != 0 || rx__inside)
 		return;
 	ph = rx__fd_phase(e);
-	if (ph != RX_FD_CONNECTING && ph != RX_FD_WAITING)
+	if (ph != RX_FD_CONNECTING && (ph != RX_FD_WAITING || value == 0))
 		return;
 	memset(&op, 0, sizeof(op));
 	op.fd = fd;
@@ -1101,7 +1168,9 @@ void rx__getsockopt_so_error(int fd, int rc, int value)
 	op.phase = (uint8_t)ph;
 	op.epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
 	rx__inside = 1;
-	if (!pending_errno(value))
+	if (value == 0)
+		seen_connected(&op);
+	else if (!pending_errno(value))
 		fail_errno(&op, value);
 	rx__inside = 0;
 	errno = saved;
@@ -1312,6 +1381,10 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 				e->permit = permit;
 				e->start_ns = now;
 				e->first_byte_ns = 0;
+				/* This write is the request's first
+				 * (ADR-192). */
+				atomic_store_explicit(&e->wrote, 1,
+						      memory_order_relaxed);
 				rx__sniff_reset(&e->sniff);
 				atomic_fetch_add_explicit(&e->epoch, 1,
 							  memory_order_relaxed);
@@ -1330,6 +1403,8 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto pass;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
+		first_write(op); /* once per call (ADR-192) */
 	errno = saved;
 	return RX_OP_TRACK;
 pass:

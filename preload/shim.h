@@ -248,13 +248,16 @@ struct rx_fd {
 	_Atomic uint8_t phase; /* enum rx_fd_phase */
 	uint8_t reused;	       /* a call on this connection was answered:
 				  the current one reuses it (ADR-149) */
-	uint8_t pad[2];
+	_Atomic uint8_t wrote; /* the current call's request began: its first
+				  write was seen (ADR-192) */
+	uint8_t pad[1];
 	_Atomic uint32_t epoch; /* bumped at each call start and untrack, so
 				   an operation that raced with them can tell
 				   its result belongs to another call */
 	struct rx_guard *guard; /* pinned key while tracked */
 	uint64_t start_ns;	/* admission time of the current call */
 	uint64_t first_byte_ns; /* first byte of the current response, or 0 */
+	uint64_t connected_ns;	/* the connect was seen to complete, or 0 */
 	struct rx_sniff_http sniff;
 	struct rx_gate_permit permit; /* the current call's tickets */
 	/* st_dev and st_ino of the socket that connected on this number
