@@ -183,6 +183,20 @@ static const char *const tooling[] = {
 static const char *const level_names[] = {"off", "error", "warn", "info",
 					  "debug"};
 
+/* @a equals the lower-case @b, ignoring ASCII case: RESILIX_LOG=INFO is
+ * info (ADR-206), not an invalid value that disables resilix. No locale:
+ * this runs before the program's setlocale. */
+static bool ascii_ieq(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char c = (*a >= 'A' && *a <= 'Z') ? (char)(*a - 'A' + 'a') : *a;
+
+		if (c != *b)
+			return false;
+	}
+	return *a == *b;
+}
+
 const char *rx_log_level_name(enum rx_log_level level)
 {
 	if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
@@ -400,7 +414,7 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 	case K_LEVEL:
 		for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]);
 		     i++) {
-			if (strcmp(value, level_names[i]) == 0) {
+			if (ascii_ieq(value, level_names[i])) {
 				cfg->log_level = (enum rx_log_level)i;
 				return true;
 			}

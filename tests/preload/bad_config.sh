@@ -104,4 +104,15 @@ rx_assert_eq "control: stderr lines with valid settings" 0 \
 rx_assert_le "control: 500s that reached the upstream (guarded)" \
 	$(($(rx_count bad) - before)) 4
 rx_assert_ge "control: calls refused" "$(grep -c ' ECONNREFUSED 0$' "$out")" 6
+
+# RESILIX_LOG in any case is the level (ADR-206): INFO used to be invalid,
+# which disabled resilix altogether.
+for lv in INFO Info; do
+	err=$RX_TMP/case$lv.err
+	rx_shim "${valid[@]}" RESILIX_LOG=$lv "$CLIENT" --port "$BAD" \
+		--requests 10 >/dev/null 2>"$err" || rx_fail "$lv: exit status $?"
+	rx_assert_eq "RESILIX_LOG=$lv: no error" 0 "$(grep -c 'not valid' "$err")"
+	rx_assert_grep "RESILIX_LOG=$lv: info lines" \
+		'level=info .*event=breaker-transition' "$err"
+done
 rx_pass
