@@ -76,6 +76,42 @@ static double linear(const struct rx_p2 *e, int i, int s)
 	return v;
 }
 
+/*
+ * Step marker @i (1..3) towards @desired, its desired position, when it
+ * has drifted at least one position from it and the neighbour it steps
+ * towards is more than one position away. Called for the three middle
+ * markers in order with a constant @i, so the compiler specialises each
+ * call (no loop, no array of increments, fixed offsets).
+ */
+static inline void adjust(struct rx_p2 *e, int i, double desired)
+{
+	double d = desired - (double)e->n[i];
+	int s;
+
+	if (d >= 1.0 && e->n[i + 1] - e->n[i] > 1)
+		s = 1;
+	else if (d <= -1.0 && e->n[i] - e->n[i - 1] > 1)
+		s = -1;
+	else
+		return;
+
+	if (e->q[i - 1] == e->q[i + 1]) {
+		/* Heights are ordered, so all three are equal: the parabola
+		 * lands on q[i], which is not strictly between its
+		 * neighbours, and the linear step moves it by t x 0. Both
+		 * are skipped (ADR-181); the "+ 0.0" keeps the one bit they
+		 * change, a -0.0 height becoming +0.0. */
+		e->q[i] = e->q[i] + 0.0;
+	} else {
+		double qp = parabolic(e, i, (double)s);
+		if (qp > e->q[i - 1] && qp < e->q[i + 1])
+			e->q[i] = qp;
+		else
+			e->q[i] = linear(e, i, s);
+	}
+	e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
+}
+
 int rx_p2_init(struct rx_p2 *e, double p)
 {
 	int rc = RX_OK;
@@ -130,39 +166,13 @@ void rx_p2_add(struct rx_p2 *e, double x)
 	e->count++;
 
 	/* Desired positions 1 + (count - 1) x {p/2, p, (1+p)/2} for the
-	 * middle markers: the count and the increments are converted once
-	 * per observation, not once per marker (ADR-181). */
+	 * middle markers: the count is converted once per observation, not
+	 * once per marker (ADR-181). */
 	const double c = (double)(e->count - 1);
-	const double inc[4] = {0.0, e->p / 2.0, e->p, (1.0 + e->p) / 2.0};
 
-	for (int i = 1; i <= 3; i++) {
-		double d = (1.0 + c * inc[i]) - (double)e->n[i];
-		int s;
-
-		if (d >= 1.0 && e->n[i + 1] - e->n[i] > 1)
-			s = 1;
-		else if (d <= -1.0 && e->n[i] - e->n[i - 1] > 1)
-			s = -1;
-		else
-			continue;
-
-		if (e->q[i - 1] == e->q[i + 1]) {
-			/* Heights are ordered, so all three are equal: the
-			 * parabola lands on q[i], which is not strictly
-			 * between its neighbours, and the linear step moves
-			 * it by t x 0. Both are skipped (ADR-181); the
-			 * "+ 0.0" keeps the one bit they change, a -0.0
-			 * height becoming +0.0. */
-			e->q[i] = e->q[i] + 0.0;
-		} else {
-			double qp = parabolic(e, i, (double)s);
-			if (qp > e->q[i - 1] && qp < e->q[i + 1])
-				e->q[i] = qp;
-			else
-				e->q[i] = linear(e, i, s);
-		}
-		e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
-	}
+	adjust(e, 1, 1.0 + c * (e->p / 2.0));
+	adjust(e, 2, 1.0 + c * e->p);
+	adjust(e, 3, 1.0 + c * ((1.0 + e->p) / 2.0));
 }
 
 double rx_p2_value(const struct rx_p2 *e)
