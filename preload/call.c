@@ -75,6 +75,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -885,6 +886,40 @@ static bool settle_overdue(struct rx_op *op)
 	return true;
 }
 
+/* The shortest of the slow threshold and the deadline that are set: how
+ * long a call runs before its abandonment can be a timeout. */
+static uint64_t wait_ns(void)
+{
+	uint64_t slow_ns = cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
+	uint64_t deadline_ns = cfg.timeout_ms * RX_NS_PER_MS;
+
+	if (slow_ns == 0 || (deadline_ns > 0 && deadline_ns < slow_ns))
+		return deadline_ns;
+	return slow_ns;
+}
+
+/*
+ * Has the program sent nothing on @fd for at least @ns (ADR-193)? From
+ * the kernel's TCP_INFO (tcpi_last_data_sent, in ms): no cost on the data
+ * path. false when it cannot tell. Preserves errno.
+ */
+static bool quiet_for(int fd, uint64_t ns)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int saved = errno;
+	bool quiet;
+
+	memset(&ti, 0, sizeof(ti));
+	quiet = rx__real_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ==
+			0 &&
+		len >= offsetof(struct tcp_info, tcpi_last_data_sent) +
+			   sizeof(ti.tcpi_last_data_sent) &&
+		(uint64_t)ti.tcpi_last_data_sent * RX_NS_PER_MS >= ns;
+	errno = saved;
+	return quiet;
+}
+
 /* Move a pending connect to WAITING (it connected). */
 static void connected(struct rx_op *op)
 {
@@ -975,6 +1010,7 @@ static void forget(int fd, struct rx_fd *e)
 	enum rx_fd_phase ph;
 	struct ending end;
 	uint64_t now = 0;
+	bool awaited;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -985,6 +1021,8 @@ static void forget(int fd, struct rx_fd *e)
 	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
 		now = now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
+	awaited = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	e->guard = NULL;
 	e->reused = 0;
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
@@ -1002,6 +1040,14 @@ static void forget(int fd, struct rx_fd *e)
 		if (cfg.timeout_ms > 0 &&
 		    past_deadline(end.start_ns, now, &over))
 			late = true;
+		/* Only a program that waited for an answer timed out: it
+		 * tried to read since its last write, or it sent nothing
+		 * for as long as the threshold (it waited in poll, as
+		 * python does with a socket timeout). One that only sent
+		 * (log shipping, a metrics push) and hung up abandoned
+		 * nothing (ADR-193). */
+		if (late && !awaited && !quiet_for(fd, wait_ns()))
+			late = false;
 		/* A number that no longer holds the socket (ADR-190). */
 		if (late && !still_ours(fd, e))
 			late = false;
@@ -1120,6 +1166,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	e->first_byte_ns = 0;
 	e->connected_ns = 0;
 	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	rx__sniff_reset(&e->sniff);
 	op->epoch =
 	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed) + 1;
@@ -1194,6 +1241,8 @@ enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
 	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__inside)
 		return RX_OP_PASS;
 	rx__inside = 1;
+	/* The program waits for the answer (ADR-193). */
+	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
 	op->fd = fd;
 	op->e = e;
 	op->len = len;
@@ -1405,6 +1454,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
 	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op); /* once per call (ADR-192) */
+	/* More of the request: no answer awaited until the next read. */
+	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
+		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	errno = saved;
 	return RX_OP_TRACK;
 pass:

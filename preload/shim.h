@@ -250,7 +250,9 @@ struct rx_fd {
 				  the current one reuses it (ADR-149) */
 	_Atomic uint8_t wrote; /* the current call's request began: its first
 				  write was seen (ADR-192) */
-	uint8_t pad[1];
+	_Atomic uint8_t awaiting; /* a read was attempted since the call's
+				     last write: the program waits for an
+				     answer (ADR-193) */
 	_Atomic uint32_t epoch; /* bumped at each call start and untrack, so
 				   an operation that raced with them can tell
 				   its result belongs to another call */
