@@ -277,6 +277,29 @@ static size_t format_key(const struct sockaddr *sa, socklen_t len, char *buf,
 }
 
 /*
+ * An IPv4-mapped IPv6 destination (::ffff:a.b.c.d, what a dual-stack
+ * AF_INET6 socket connects to for an IPv4 peer) is that IPv4 destination
+ * (ADR-194): returns @sa rewritten into @buf as AF_INET, with *@len
+ * updated, or @sa itself for anything else.
+ */
+static const struct sockaddr *unmapped(const struct sockaddr *sa,
+				       socklen_t *len, struct sockaddr_in *buf)
+{
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+
+	if (*len < (socklen_t)sizeof(struct sockaddr_in6) ||
+	    sa->sa_family != AF_INET6 ||
+	    !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return sa;
+	memset(buf, 0, sizeof(*buf));
+	buf->sin_family = AF_INET;
+	buf->sin_port = in6->sin6_port;
+	memcpy(&buf->sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+	*len = sizeof(*buf);
+	return (const struct sockaddr *)buf;
+}
+
+/*
  * Errnos that say something about this host or this program, not about
  * the destination: a bad fd or buffer, no local port or memory left, a
  * firewall rule on this host. They are not evidence about the upstream
@@ -1082,6 +1105,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 {
 	struct rx_gate_permit permit;
 	char key[RX_KEY_MAX + 1];
+	struct sockaddr_in v4;
 	struct rx_guard *g;
 	struct rx_fd *e;
 	struct rx_lock *l;
@@ -1107,6 +1131,10 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		forget(fd, e);
 		goto pass;
 	}
+	/* ::ffff:a.b.c.d is a.b.c.d: one key, one set of filters (ADR-194).
+	 * Only the key's view changes; the real connect gets @sa as given. */
+	if (sa)
+		sa = unmapped(sa, &len, &v4);
 	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;
 	if (klen > 0 && cfg.key_host) /* ADR-144 */
 		klen = rx__dns_key(sa, len, key, sizeof(key), klen);
