@@ -6,7 +6,9 @@
  * in docs/decisions.md:
  *   - Rates trip strictly above the threshold and are compared as the
  *     double quotient failures / n, so "0.5" never trips at exactly half
- *     and a threshold of 1 disables its condition.
+ *     and a threshold of 1 disables its condition; the comparison goes
+ *     through integer cut-offs cached per window size that decide the
+ *     same (ADR-183).
  *   - The backstop trips at count >= consecutive_backstop whatever the
  *     window holds (Envoy's consecutive_5xx); overload does not reset it.
  *   - min_calls above window_calls is clamped to window_calls (as
