@@ -1133,6 +1133,8 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	}
 	/* ::ffff:a.b.c.d is a.b.c.d: one key, one set of filters (ADR-194).
 	 * Only the key's view changes; the real connect gets @sa as given. */
+	if (sa && (uintptr_t)sa < 4096)
+		sa = NULL; /* a bad pointer: the kernel's EFAULT (ADR-195) */
 	if (sa)
 		sa = unmapped(sa, &len, &v4);
 	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;

@@ -105,6 +105,31 @@ static inline __attribute__((always_inline)) bool send_passes(unsigned ph)
 }
 
 /*
+ * Bad pointers (ADR-195). The kernel answers a bad msghdr, iovec or
+ * sockaddr with EFAULT; the shim must not crash reading it first. So the
+ * calls that take a structure by pointer and have no fast path of their
+ * own (recvmsg, sendmsg, recvmmsg, sendmmsg) read nothing through it until
+ * the fd's phase says the call matters - the fast paths' test - and a
+ * pointer into the first page (NULL plus a small offset, the usual bad
+ * pointer) is handed to the real function untouched even then. A pointer
+ * elsewhere that does not map still faults on a tracked fd (docs/limits.md).
+ */
+static inline bool recv_matters(int fd)
+{
+	return (unsigned)fd < capacity() && !recv_passes(phase_at(fd));
+}
+
+static inline bool send_matters(int fd)
+{
+	return (unsigned)fd < capacity() && !send_passes(phase_at(fd));
+}
+
+static inline bool low_ptr(const void *p)
+{
+	return (uintptr_t)p < 4096;
+}
+
+/*
  * FAST_RECV/FAST_SEND(name, fd, args...): the whole wrapper for an fd that
  * does not matter - below the capacity and in a phase that passes - is a
  * tail call through the hot table. An fd at or beyond the capacity (or
@@ -252,7 +277,8 @@ RX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 	FAST_RECV(readv, fd, iov, iovcnt);
 
-	if (rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) != RX_OP_TRACK)
+	if (low_ptr(iov) || /* ADR-195 */
+	    rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) != RX_OP_TRACK)
 		return rx__real_readv(fd, iov, iovcnt);
 	n = rx__real_readv(fd, iov, iovcnt);
 	rx__read_end(&op, n, iov, iovcnt);
@@ -264,7 +290,7 @@ RX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	struct rx_op op;
 	ssize_t n;
 
-	if (!msg ||
+	if (!recv_matters(fd) || low_ptr(msg) ||
 	    rx__read_begin(&op, fd, flags,
 			   iov_total(msg->msg_iov, (long)msg->msg_iovlen)) !=
 		RX_OP_TRACK)
@@ -298,7 +324,8 @@ RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	struct rx_op op;
 	int rc;
 
-	if (rx__read_begin(&op, fd, flags, mmsg_total(vec, n)) != RX_OP_TRACK)
+	if (!recv_matters(fd) || low_ptr(vec) ||
+	    rx__read_begin(&op, fd, flags, mmsg_total(vec, n)) != RX_OP_TRACK)
 		return rx__real_recvmmsg(fd, vec, n, flags, timeout);
 	rc = rx__real_recvmmsg(fd, vec, n, flags, timeout);
 	if (rc > 0) {
@@ -446,6 +473,8 @@ RX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	int b;
 
 	FAST_SEND(writev, fd, iov, iovcnt);
+	if (low_ptr(iov)) /* ADR-195 */
+		return rx__real_writev(fd, iov, iovcnt);
 	b = send_begin(&op, fd, 0, iov_total(iov, iovcnt), iov, iovcnt);
 
 	if (b == 0)
@@ -461,10 +490,13 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rx_op op;
 	ssize_t n;
-	int b = msg ? fastopen_begin(&op, fd, flags, msg->msg_name,
-				     msg->msg_namelen)
-		    : 0;
+	int b;
 
+	/* @msg is read only for a fast open or a fd that matters: a bad
+	 * pointer is the kernel's to answer (EFAULT), ADR-195. */
+	if ((!(flags & MSG_FASTOPEN) && !send_matters(fd)) || low_ptr(msg))
+		return rx__real_sendmsg(fd, msg, flags);
+	b = fastopen_begin(&op, fd, flags, msg->msg_name, msg->msg_namelen);
 	if (b == 1) {
 		n = rx__real_sendmsg(fd, msg, flags);
 		fastopen_end(&op, n);
@@ -499,10 +531,13 @@ RX_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
 	struct rx_op op;
 	int rc;
-	int b = send_begin(&op, fd, flags, mmsg_total(vec, n),
-			   vec && n > 0 ? vec[0].msg_hdr.msg_iov : NULL,
-			   vec && n > 0 ? (int)vec[0].msg_hdr.msg_iovlen : 0);
+	int b;
 
+	if (!send_matters(fd) || low_ptr(vec)) /* ADR-195 */
+		return rx__real_sendmmsg(fd, vec, n, flags);
+	b = send_begin(&op, fd, flags, mmsg_total(vec, n),
+		       n > 0 ? vec[0].msg_hdr.msg_iov : NULL,
+		       n > 0 ? (int)vec[0].msg_hdr.msg_iovlen : 0);
 	if (b == 0)
 		return rx__real_sendmmsg(fd, vec, n, flags);
 	if (b < 0)
