@@ -117,6 +117,9 @@ static struct key_wait *key_waits; /* cfg.registry.max_keys of them */
 #define WAIT_SLICE_MS 10
 /* At most one limit-change line per key per this long (ADR-138). */
 #define LIMIT_LOG_NS (100 * RX_NS_PER_MS)
+/* Any hook of a settlement on: log level info or debug, or a metrics
+ * file. Set once at start-up, read-only afterwards (ADR-185). */
+static bool hooks_on;
 static pid_t owner_pid;
 static uint64_t rng_seed;
 static atomic_uint rng_epoch; /* bumped in a forked child: reseed */
@@ -223,6 +226,31 @@ static struct rx_lock *guard_lock(struct rx_guard *g)
 static const char *key_of(struct rx_guard *g)
 {
 	return rx_registry_key(registry, g);
+}
+
+/*
+ * Copy a permit's tickets, not its whole array: a permit has room for
+ * RX_GATE_MAX_POLICIES tickets (132 bytes) and a call holds one per policy
+ * that is on, usually two. The core reads no ticket at or past count
+ * (ADR-185).
+ */
+static inline void permit_copy(struct rx_gate_permit *dst,
+			       const struct rx_gate_permit *src)
+{
+	uint32_t n = src->count < RX_GATE_MAX_POLICIES ? src->count
+						       : RX_GATE_MAX_POLICIES;
+	uint32_t i;
+
+	dst->count = n;
+	/* The usual one or two tickets by hand: the compiler would turn
+	 * the loop into a memmove call. */
+	if (n > 0)
+		dst->tickets[0] = src->tickets[0];
+	if (n > 1)
+		dst->tickets[1] = src->tickets[1];
+	if (n > 2)
+		for (i = 2; i < n; i++)
+			dst->tickets[i] = src->tickets[i];
 }
 
 /* Format "127.0.0.1:8080" or "[::1]:8080". Returns the length, 0 when the
@@ -440,9 +468,12 @@ static struct key_wait *key_wait_of(struct rx_guard *g)
  * with no lock held. */
 static void wake_waiters(struct key_wait *kw)
 {
+	int saved = errno;
+
 	atomic_fetch_add_explicit(&kw->wake_seq, 1, memory_order_release);
 	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
 		NULL, 0);
+	errno = saved;
 }
 
 /* Sleep until @kw's word moves from @seq, a wake-up, a signal, or @ns. */
@@ -541,7 +572,9 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
  * Ask @g whether a call may start at *@now on @fd. @dontwait: the caller
  * asked not to block (MSG_DONTWAIT). Returns true with @permit filled and
  * *@now the admission time (later than on entry when the call waited in
- * the limiter's queue: the wait is not the upstream's latency).
+ * the limiter's queue: the wait is not the upstream's latency). Preserves
+ * errno: only the wait makes system calls that may set it, and it puts
+ * errno back itself, so the common path reads errno not at all (ADR-185).
  */
 static bool admit(struct rx_guard *g, uint64_t *now,
 		  struct rx_gate_permit *permit, const char *where, int fd,
@@ -563,7 +596,11 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 	watch_end(&w, g, *now);
 	rx__unlock(l);
 	watch_log(&w, g);
+	if (d == RX_ADMIT)
+		return true;
 	if (d == RX_QUEUE) {
+		int saved = errno;
+
 		/* Decide again with the caller's real ability to wait, under
 		 * one lock hold with the enqueue: a non-blocking caller is
 		 * refused where it would queue (and counted as such). */
@@ -574,15 +611,21 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 		if (d == RX_QUEUE && rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
 		rx__unlock(l);
-		if (d == RX_QUEUE)
-			return wait_turn(g, place, now, permit, where);
+		if (d == RX_QUEUE) {
+			bool ok = wait_turn(g, place, now, permit, where);
+
+			errno = saved;
+			return ok;
+		}
+		errno = saved;
+		if (d == RX_ADMIT)
+			return true;
 	}
-	if (d == RX_ADMIT)
-		return true;
 	log_refused(g, &why, where, 0);
 	/* A refusal storm changes the refusal counters the most: let it
 	 * drive the metrics file too (no lock held here). */
-	rx__metrics_tick(*now);
+	if (rx__metrics_on)
+		rx__metrics_tick(*now);
 	return false;
 }
 
@@ -614,12 +657,18 @@ static bool limit_changed(struct rx_guard *g, uint64_t now,
 	return true;
 }
 
-static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
-		   enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-		   uint64_t now, const char *at)
+/*
+ * settle with every hook that may be on: breaker transitions and limit
+ * changes (log level info), the debug line, the metrics file.
+ */
+static __attribute__((noinline)) void
+settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
+	      enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+	      uint64_t now, const char *at)
 {
+	uint32_t slot = rx_registry_index(registry, g);
 	struct rx_observation obs;
-	struct rx_lock *l = guard_lock(g);
+	struct rx_lock *l = &guard_locks[slot];
 	struct rx_limiter_stats ls;
 	uint32_t waiters;
 	bool log_limit;
@@ -633,13 +682,14 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__lock(l);
 	watch_begin(&w, g, now);
 	rx_guard_settle(g, permit, &obs);
-	rx__metrics_observe(rx_registry_index(registry, g), g, &obs);
+	if (rx__metrics_on)
+		rx__metrics_observe(slot, g, &obs);
 	watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
 	rx__unlock(l);
 	if (waiters > 0)
-		wake_waiters(key_wait_of(g));
+		wake_waiters(&key_waits[slot]);
 	/* Checked here, not only in rx__log: the arguments (a registry
 	 * lookup for the key) cost more than the check (ADR-146). */
 	if (rx__log_enabled(RX_LOG_DEBUG))
@@ -656,7 +706,42 @@ static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 			key_of(g), ls.limit, ls.in_flight, ls.queued,
 			(unsigned long long)ls.p90_us,
 			(unsigned long long)ls.rtt_noload_us);
-	rx__metrics_tick(now); /* no lock held: it may write the file */
+	if (rx__metrics_on)
+		rx__metrics_tick(now); /* no lock held: it may write the file */
+}
+
+/*
+ * Settle @permit on @g: latency end_ns - start_ns, logged with @at. The
+ * common case - log below info, no metrics file - is one guard lock round
+ * trip around rx_guard_settle, after one branch on a word set at start-up
+ * (ADR-185); it does exactly what settle_hooked does with its hooks off.
+ * Preserves errno.
+ */
+static void settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		   enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		   uint64_t now, const char *at)
+{
+	struct rx_observation obs;
+	struct rx_lock *l;
+	uint32_t slot, waiters;
+
+	if (hooks_on) {
+		settle_hooked(g, permit, v, start_ns, end_ns, now, at);
+		return;
+	}
+	slot = rx_registry_index(registry, g);
+	l = &guard_locks[slot];
+	obs.verdict = v;
+	obs.latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	obs.now_ns = now;
+	rx__state_touched(); /* this process has something to save */
+	rx__lock(l);
+	rx_guard_settle(g, permit, &obs);
+	waiters = rx_guard_waiters(g);
+	rx__unlock(l);
+	if (waiters > 0)
+		wake_waiters(&key_waits[slot]);
 }
 
 static struct rx_guard *acquire(const char *key, size_t len, uint64_t now)
@@ -697,7 +782,7 @@ static void end_call_locked(struct rx_fd *e, enum rx_fd_phase phase,
 			    uint64_t end_ns, struct ending *out)
 {
 	out->guard = e->guard;
-	out->permit = e->permit;
+	permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
@@ -1046,9 +1131,11 @@ static void forget(int fd, struct rx_fd *e)
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
 	awaited = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	e->guard = NULL;
+	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
 	e->reused = 0;
-	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
+	/* Release: a reader that sees the new epoch sees the guard change
+	 * (start_call, ADR-186). */
+	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
 	rx__unlock(l);
 
 	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
@@ -1190,8 +1277,9 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	}
 	l = rx__fd_lock(fd);
 	rx__lock(l);
-	e->guard = g;
-	e->permit = permit;
+	/* Atomic: start_call reads it without the lock (ADR-186). */
+	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+	permit_copy(&e->permit, &permit);
 	e->start_ns = now;
 	e->first_byte_ns = 0;
 	e->connected_ns = 0;
@@ -1199,7 +1287,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	rx__sniff_reset(&e->sniff);
 	op->epoch =
-	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed) + 1;
+	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
 	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
 			      memory_order_release);
 	rx__unlock(l);
@@ -1256,33 +1344,6 @@ void rx__getsockopt_so_error(int fd, int rc, int value)
 /* ------------------------------------------------------------------------
  * Receiving: the first response byte ends the call.
  * ---------------------------------------------------------------------- */
-
-enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
-				   size_t len)
-{
-	struct rx_fd *e = rx__fd_get(fd);
-	enum rx_fd_phase ph;
-
-	if (!e)
-		return RX_OP_PASS;
-	ph = rx__fd_phase(e);
-	/* Only a call waiting for its first byte cares about a read: body
-	 * bytes of an answered call pass untouched. */
-	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__inside)
-		return RX_OP_PASS;
-	rx__inside = 1;
-	/* The program waits for the answer (ADR-193). */
-	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
-	op->fd = fd;
-	op->e = e;
-	op->len = len;
-	op->phase = (uint8_t)ph;
-	op->again = false;
-	op->peek = (flags & MSG_PEEK) != 0;
-	op->dontwait = (flags & MSG_DONTWAIT) != 0;
-	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	return RX_OP_TRACK;
-}
 
 /* Feed the received bytes to the sniffer; settle when it decides. */
 static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
@@ -1373,13 +1434,18 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt)
 {
-	int err = errno;
+	int err;
 
 	if (n > 0) {
-		/* Peeked bytes will be read again: sniff them then. */
+		/* Peeked bytes will be read again: sniff them then. on_bytes
+		 * preserves errno: bytes arrived, errno is not read. */
 		if (!op->peek)
 			on_bytes(op, n, iov, iovcnt);
-	} else if (n == 0) {
+		rx__inside = 0;
+		return;
+	}
+	err = errno;
+	if (n == 0) {
 		if (op->len > 0)
 			fail_call_stale(op, RX_TRANSIENT, "eof", true);
 	} else if (err == EAGAIN || err == EWOULDBLOCK) {
@@ -1396,18 +1462,63 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * Sending: the first write after a response started begins a new call.
  * ---------------------------------------------------------------------- */
 
+/*
+ * Start a new call on @op's kept-alive fd, which was seen idle: admit it on
+ * the fd's guard and make it the fd's current call. The guard and epoch
+ * are read without the stripe lock (ADR-186): the guard is published with
+ * an atomic store and stays pinned while the fd is tracked, and the commit
+ * under the lock checks that the fd is still idle at the same epoch, so a
+ * close or reconnect in between makes this admission a race loser that is
+ * released, as before. Returns false when the call is refused.
+ */
+static bool start_call(struct rx_op *op)
+{
+	struct rx_fd *e = op->e;
+	struct rx_gate_permit permit;
+	struct rx_guard *g;
+	struct rx_lock *l;
+	uint32_t epoch;
+	uint64_t now;
+
+	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
+	g = __atomic_load_n(&e->guard, __ATOMIC_RELAXED);
+	if (!g || rx__fd_phase(e) != RX_FD_IDLE)
+		return true;
+	now = now_ns();
+	if (!admit(g, &now, &permit, "write", op->fd, op->dontwait))
+		return false;
+	l = rx__fd_lock(op->fd);
+	rx__lock(l);
+	if (rx__fd_phase(e) == RX_FD_IDLE &&
+	    atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch) {
+		permit_copy(&e->permit, &permit);
+		e->start_ns = now;
+		e->first_byte_ns = 0;
+		/* This write is the request's first (ADR-192). */
+		atomic_store_explicit(&e->wrote, 1, memory_order_relaxed);
+		rx__sniff_reset(&e->sniff);
+		atomic_fetch_add_explicit(&e->epoch, 1, memory_order_relaxed);
+		atomic_store_explicit(&e->phase, RX_FD_WAITING,
+				      memory_order_release);
+		g = NULL;
+	}
+	rx__unlock(l);
+	if (g) /* Another thread moved first: not ours. */
+		settle(g, &permit, RX_REJECTED, now, now, now, "race");
+	return true;
+}
+
+/*
+ * errno: nothing on the way to a tracked or passed-through write sets it
+ * (the admission's wait and the settlements put it back themselves), so
+ * it is neither saved nor restored here (ADR-185).
+ */
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 				    size_t len, const struct iovec *iov,
 				    int iovcnt)
 {
 	struct rx_fd *e = rx__fd_get(fd);
-	struct rx_gate_permit permit;
-	struct rx_guard *g = NULL;
 	enum rx_fd_phase ph;
-	struct rx_lock *l;
-	uint32_t epoch = 0;
-	int saved;
-	uint64_t now;
 
 	if (!e)
 		return RX_OP_PASS;
@@ -1415,7 +1526,6 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	if (ph == RX_FD_UNTRACKED || ph == RX_FD_DONE || rx__inside)
 		return RX_OP_PASS;
 	rx__inside = 1;
-	saved = errno;
 	op->fd = fd;
 	op->e = e;
 	op->len = len;
@@ -1440,41 +1550,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 					 &e->epoch, memory_order_relaxed));
 			goto pass;
 		}
-		l = rx__fd_lock(fd);
-		rx__lock(l);
-		if (rx__fd_phase(e) == RX_FD_IDLE)
-			g = e->guard;
-		epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-		rx__unlock(l);
-		if (g) {
-			now = now_ns();
-			if (!admit(g, &now, &permit, "write", fd,
-				   op->dontwait)) {
-				rx__inside = 0;
-				return RX_OP_REFUSE;
-			}
-			rx__lock(l);
-			if (rx__fd_phase(e) == RX_FD_IDLE &&
-			    atomic_load_explicit(
-				&e->epoch, memory_order_relaxed) == epoch) {
-				e->permit = permit;
-				e->start_ns = now;
-				e->first_byte_ns = 0;
-				/* This write is the request's first
-				 * (ADR-192). */
-				atomic_store_explicit(&e->wrote, 1,
-						      memory_order_relaxed);
-				rx__sniff_reset(&e->sniff);
-				atomic_fetch_add_explicit(&e->epoch, 1,
-							  memory_order_relaxed);
-				atomic_store_explicit(&e->phase, RX_FD_WAITING,
-						      memory_order_release);
-				g = NULL;
-			}
-			rx__unlock(l);
-			if (g) /* Another thread moved first: not ours. */
-				settle(g, &permit, RX_REJECTED, now, now, now,
-				       "race");
+		if (!start_call(op)) {
+			rx__inside = 0;
+			return RX_OP_REFUSE;
 		}
 		ph = rx__fd_phase(e);
 	}
@@ -1487,30 +1565,32 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
 		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	errno = saved;
 	return RX_OP_TRACK;
 pass:
 	rx__inside = 0;
-	errno = saved;
 	return RX_OP_PASS;
 }
 
 void rx__write_end(struct rx_op *op, ssize_t n)
 {
-	int err = errno;
+	int err;
 
 	if (n > 0) {
 		if (op->phase == RX_FD_CONNECTING)
 			connected(op);
-	} else if (n < 0) {
+		rx__inside = 0;
+		return;
+	}
+	if (n < 0) {
+		err = errno;
 		if (err == EAGAIN || err == EWOULDBLOCK) {
 			if (!settle_overdue(op))
 				maybe_timeout(op);
 		} else if (!pending_errno(err))
 			fail_errno(op, err);
+		errno = err;
 	}
 	rx__inside = 0;
-	errno = err;
 }
 
 /* ------------------------------------------------------------------------
@@ -1757,6 +1837,7 @@ static int init_once(void)
 		return INIT_OFF;
 	}
 	rx__metrics_setup(&cfg, registry, &registry_lock, guard_locks);
+	hooks_on = rx__log_enabled(RX_LOG_INFO) || rx__metrics_on;
 	/* Hydrate before the first guarded call (ADR-170). */
 	rx__state_setup(&cfg, registry, &registry_lock, guard_locks);
 	/* Debug, not info: a shell script under the shim starts many

@@ -28,11 +28,7 @@
 struct rx_fd *rx__fd_table;
 _Atomic uint32_t rx__fd_capacity;
 
-/* Padded so stripes used by different threads do not share a line. */
-static struct {
-	struct rx_lock lock;
-	char pad[64 - sizeof(struct rx_lock)];
-} stripes[RX_FD_STRIPES];
+struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
 
 int rx__fdtable_init(void)
 {
@@ -64,17 +60,12 @@ int rx__fdtable_init(void)
 	return 0;
 }
 
-struct rx_lock *rx__fd_lock(int fd)
-{
-	return &stripes[(unsigned)fd & (RX_FD_STRIPES - 1)].lock;
-}
-
 void rx__fdtable_lock_all(void)
 {
 	size_t i;
 
 	for (i = 0; i < RX_FD_STRIPES; i++)
-		rx__lock(&stripes[i].lock);
+		rx__lock(&rx__fd_stripes[i].lock);
 }
 
 void rx__fdtable_unlock_all(void)
@@ -82,7 +73,7 @@ void rx__fdtable_unlock_all(void)
 	size_t i;
 
 	for (i = 0; i < RX_FD_STRIPES; i++)
-		rx__unlock(&stripes[i].lock);
+		rx__unlock(&rx__fd_stripes[i].lock);
 }
 
 void rx__fdtable_reset_locks(void)
@@ -90,5 +81,5 @@ void rx__fdtable_reset_locks(void)
 	size_t i;
 
 	for (i = 0; i < RX_FD_STRIPES; i++)
-		rx__lock_reset(&stripes[i].lock);
+		rx__lock_reset(&rx__fd_stripes[i].lock);
 }

@@ -58,17 +58,12 @@
 static _Atomic uint64_t log_tat_ns;	/* GCRA theoretical arrival time */
 static _Atomic uint64_t log_suppressed; /* lines dropped, not reported */
 
-static enum rx_log_level log_level = RX_LOG_WARN;
+enum rx_log_level rx__log_level = RX_LOG_WARN;
 static atomic_int log_fd = 2;
 
 /* Where RESILIX_LOG_FILE goes: above the numbers programs hard-code
  * (shells' `exec 3>`, socket activation's fd 3), out of their way. */
 #define LOG_FD_MIN 100
-
-bool rx__log_enabled(enum rx_log_level level)
-{
-	return level != RX_LOG_OFF && level <= log_level;
-}
 
 /* Write all of @len bytes with as few real writes as the kernel allows
  * (one, for a line on a regular file or a pipe). */
@@ -108,7 +103,7 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 {
 	int fd;
 
-	log_level = level;
+	rx__log_level = level;
 	atomic_store(&log_fd, 2);
 	if (!path)
 		return;

@@ -101,7 +101,7 @@ struct snap {
 	uint64_t count, sum_us;
 };
 
-static bool enabled;
+bool rx__metrics_on; /* metrics are on (metrics.h) */
 static bool breaker_on;
 static struct rx_registry *registry;
 static struct rx_lock *registry_lock;
@@ -193,12 +193,12 @@ void rx__metrics_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	guard_locks = locks;
 	interval_ns = cfg->metrics_interval_ms * RX_NS_PER_MS;
 	atomic_store(&next_write_ns, 0);
-	enabled = true;
+	rx__metrics_on = true;
 }
 
 void rx__metrics_after_fork(void)
 {
-	if (!enabled)
+	if (!rx__metrics_on)
 		return;
 	atomic_store(&writing, 0);
 	if (per_pid && expand_paths(getpid()))
@@ -241,7 +241,7 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 	double s;
 	size_t i;
 
-	if (!enabled || index >= max_keys || obs->verdict == RX_REJECTED)
+	if (!rx__metrics_on || index >= max_keys || obs->verdict == RX_REJECTED)
 		return;
 	l = &lats[index];
 	/* The guard's count of such calls includes this one; ours lags by
@@ -707,7 +707,7 @@ static void maybe_write(uint64_t now, bool force)
 
 void rx__metrics_tick(uint64_t now_ns)
 {
-	if (!enabled)
+	if (!rx__metrics_on)
 		return;
 	if (!atomic_load_explicit(&active, memory_order_relaxed))
 		atomic_store(&active, true);
@@ -725,6 +725,6 @@ __attribute__((destructor)) static void metrics_at_exit(void)
 	/* Only a process that guarded a call: the `timeout`, `env` or shell
 	 * that runs the program also loads the shim, and exits after it -
 	 * its empty file would replace the program's (ADR-161). */
-	if (enabled && rx__ready() && atomic_load(&active))
+	if (rx__metrics_on && rx__ready() && atomic_load(&active))
 		maybe_write(rx__now_ns(), true); /* the core's clock */
 }

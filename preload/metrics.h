@@ -24,6 +24,11 @@
 
 #include "shim.h"
 
+/* Set by rx__metrics_setup when metrics are on, before the shim is ready;
+ * only read afterwards. call.c tests it before each hook below, so a
+ * process without RESILIX_METRICS_FILE pays one predictable branch. */
+extern bool rx__metrics_on;
+
 /*
  * rx__metrics_setup - turn metrics on when @cfg names a file. @registry,
  * @registry_lock and @guard_locks are call.c's (the writer takes them one

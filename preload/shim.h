@@ -310,8 +310,20 @@ static inline bool rx__fd_tracked(int fd)
 	return e && rx__fd_phase(e) != RX_FD_UNTRACKED;
 }
 
-/* rx__fd_lock - the stripe lock that guards @fd's entry. O(1). */
-struct rx_lock *rx__fd_lock(int fd);
+/* The stripe locks, padded so stripes used by different threads do not
+ * share a line (fdtable.c). */
+struct rx_fd_stripe {
+	struct rx_lock lock;
+	char pad[64 - sizeof(struct rx_lock)];
+} __attribute__((aligned(64)));
+extern struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
+
+/* rx__fd_lock - the stripe lock that guards @fd's entry. Inline: it is
+ * taken on every tracked operation. O(1). */
+static inline struct rx_lock *rx__fd_lock(int fd)
+{
+	return &rx__fd_stripes[(unsigned)fd & (RX_FD_STRIPES - 1)].lock;
+}
 
 /* rx__fdtable_lock_all / rx__fdtable_unlock_all - take or drop every
  * stripe, in index order (fork prepare and parent handlers). O(stripes). */
@@ -337,8 +349,16 @@ void rx__fdtable_reset_locks(void);
  * stderr and keeps stderr. Start-up only. */
 void rx__log_setup(enum rx_log_level level, const char *path);
 
-/* rx__log_enabled - would a line at @level be written? O(1). */
-bool rx__log_enabled(enum rx_log_level level);
+/* The level in force: set once by rx__log_setup, before the shim is
+ * ready, and only read afterwards. */
+extern enum rx_log_level rx__log_level;
+
+/* rx__log_enabled - would a line at @level be written? Inline, a load and
+ * a compare: the data path asks it several times per call. O(1). */
+static inline bool rx__log_enabled(enum rx_log_level level)
+{
+	return level != RX_LOG_OFF && level <= rx__log_level;
+}
 
 /*
  * rx__log - write "ts=... level=... pid=N " followed by the formatted
@@ -419,11 +439,36 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
 /*
  * rx__read_begin/rx__read_end - any call that receives bytes (read, recv,
  * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read).
+ * begin is inline: it only copies what end needs into @op (ADR-185).
  * end gets the real result and the buffers the bytes landed in; it sniffs
  * them and settles the call at its first response byte, EOF or error.
  */
-enum rx_op_decision rx__read_begin(struct rx_op *op, int fd, int flags,
-				   size_t len);
+static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
+						 int flags, size_t len)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+	enum rx_fd_phase ph;
+
+	if (!e)
+		return RX_OP_PASS;
+	ph = rx__fd_phase(e);
+	/* Only a call waiting for its first byte cares about a read: body
+	 * bytes of an answered call pass untouched. */
+	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__inside)
+		return RX_OP_PASS;
+	rx__inside = 1;
+	/* The program waits for the answer (ADR-193). */
+	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
+	op->fd = fd;
+	op->e = e;
+	op->len = len;
+	op->phase = (uint8_t)ph;
+	op->again = false;
+	op->peek = (flags & MSG_PEEK) != 0;
+	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	return RX_OP_TRACK;
+}
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt);
 
@@ -510,8 +555,16 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		     struct rx_lock *reg_lock, struct rx_lock *locks);
 
+/* Set once a call settled in this process (state.c reads it at exit). */
+extern atomic_bool rx__state_dirty;
+
 /* rx__state_touched - a call settled: this process writes the file at
- * exit. Thread-safe, O(1), one relaxed load once set. */
-void rx__state_touched(void);
+ * exit. Inline: thread-safe, O(1), one relaxed load once set. */
+static inline void rx__state_touched(void)
+{
+	if (!atomic_load_explicit(&rx__state_dirty, memory_order_relaxed))
+		atomic_store_explicit(&rx__state_dirty, true,
+				      memory_order_relaxed);
+}
 
 #endif

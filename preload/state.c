@@ -88,7 +88,7 @@ static uint32_t max_keys;
 static unsigned char *buf;
 static size_t buf_bytes;
 static pid_t writer_pid;
-static atomic_bool touched; /* a call settled in this process */
+atomic_bool rx__state_dirty; /* a call settled in this process */
 static char path[PATH_MAX];
 static char lock_path[PATH_MAX];
 static char tmp_path[PATH_MAX];
@@ -316,12 +316,6 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	enabled = true;
 }
 
-void rx__state_touched(void)
-{
-	if (!atomic_load_explicit(&touched, memory_order_relaxed))
-		atomic_store_explicit(&touched, true, memory_order_relaxed);
-}
-
 /* Take @l, trying a bounded number of times: exit may run in a signal
  * handler that interrupted this very thread inside a critical section. */
 static bool try_lock(struct rx_lock *l)
@@ -432,7 +426,7 @@ __attribute__((destructor)) static void state_at_exit(void)
 	int fd;
 
 	if (!enabled || !rx__ready() || getpid() != writer_pid ||
-	    !atomic_load(&touched))
+	    !atomic_load(&rx__state_dirty))
 		return;
 	rx__inside = 1; /* our own I/O passes through the shim */
 	/* Read, merge and replace under one exclusive lock, so no writer
