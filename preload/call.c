@@ -1118,7 +1118,7 @@ static void forget(int fd, struct rx_fd *e)
 	enum rx_fd_phase ph;
 	struct ending end;
 	uint64_t now = 0;
-	bool awaited;
+	bool awaited, pending, requested;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -1131,6 +1131,8 @@ static void forget(int fd, struct rx_fd *e)
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
 	awaited = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
+	requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
 	e->reused = 0;
 	/* Release: a reader that sees the new epoch sees the guard change
@@ -1150,13 +1152,15 @@ static void forget(int fd, struct rx_fd *e)
 		if (cfg.timeout_ms > 0 &&
 		    past_deadline(end.start_ns, now, &over))
 			late = true;
-		/* Only a program that waited for an answer timed out: it
-		 * tried to read since its last write, or it sent nothing
-		 * for as long as the threshold (it waited in poll, as
-		 * python does with a socket timeout). One that only sent
-		 * (log shipping, a metrics push) and hung up abandoned
-		 * nothing (ADR-193). */
-		if (late && !awaited && !quiet_for(fd, wait_ns()))
+		/* Only a program that waited timed out: for its connect to
+		 * complete, or for an answer - it tried to read since its
+		 * last write, or it sent a request and then nothing for as
+		 * long as the threshold (it waited in poll, as python does
+		 * with a socket timeout). One that only sent (log shipping,
+		 * a metrics push), or never sent (an idle pooled
+		 * connection), and hung up abandoned nothing (ADR-193). */
+		if (late && !awaited && !pending &&
+		    !(requested && quiet_for(fd, wait_ns())))
 			late = false;
 		/* A number that no longer holds the socket (ADR-190). */
 		if (late && !still_ours(fd, e))

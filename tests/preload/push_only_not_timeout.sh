@@ -6,7 +6,8 @@
 # answers, then closes; the slow-call threshold is 300 ms. Before ADR-193
 # every such session was settled at close as a timeout (the call had run
 # past the threshold) and the healthy sink's circuit opened after three:
-# the next sessions were refused. Now abandonment at close is a timeout
+# the next sessions were refused. The same went for a connection opened
+# and closed unused (a pool). Now abandonment at close is a timeout
 # only when the program waited for an answer: it tried to read since its
 # last write, or it sent nothing for the threshold (waiting in poll, as
 # python does with a socket timeout). Both kinds of waiting client still
@@ -28,7 +29,9 @@ for i in range(n):
     except OSError as e:
         print(i, "refused" if e.errno == 111 else e, flush=True)
         continue
-    if mode == "push":
+    if mode == "idle":         # a pooled connection never used
+        time.sleep(0.5)
+    elif mode == "push":
         for k in range(6):
             s.sendall(b"metric.value %d\n" % k)
             time.sleep(0.1)
@@ -60,6 +63,12 @@ rx_assert_eq "push sessions that went through" 5 "$(grep -c ' ok$' "$out")"
 rx_assert_eq "push sessions released at close" 5 \
 	"$(grep -c 'event=settle verdict=rejected .*at=close' "$err")"
 rx_assert_eq "push: breaker transitions" "" "$(rx_transitions "$err")"
+
+rx_shim "${cfg[@]}" python3 "$RX_TMP/client.py" idle "$SINK" 4 \
+	>"$out" 2>"$err" || rx_fail "idle: exit status $?"
+rx_assert_eq "idle connections released at close" 4 \
+	"$(grep -c 'event=settle verdict=rejected .*at=close' "$err")"
+rx_assert_eq "idle: breaker transitions" "" "$(rx_transitions "$err")"
 
 for mode in recv poll; do
 	rx_shim "${cfg[@]}" python3 "$RX_TMP/client.py" "$mode" "$SINK" 3 \
