@@ -156,6 +156,13 @@ static inline bool low_ptr(const void *p)
 
 #define RX_NOINLINE __attribute__((noinline))
 
+/*
+ * do_read, do_recv, do_write and do_send run only behind FAST_RECV or
+ * FAST_SEND, for an fd below the capacity, which is published after the
+ * binding: their real calls go through the hot table too, without
+ * rx__real_X's "is the table bound?" check (ADR-187).
+ */
+
 /* Total bytes an iovec array asks for (0 for an invalid count: the real
  * call will fail with EINVAL). Saturates instead of wrapping. */
 static size_t iov_total(const struct iovec *iov, long cnt)
@@ -182,8 +189,8 @@ static RX_NOINLINE ssize_t do_read(int fd, void *buf, size_t len)
 	ssize_t n;
 
 	if (rx__read_begin(&op, fd, 0, len) != RX_OP_TRACK)
-		return rx__real_read(fd, buf, len);
-	n = rx__real_read(fd, buf, len);
+		return RX_HOT(read)(fd, buf, len);
+	n = RX_HOT(read)(fd, buf, len);
 	iov.iov_base = buf;
 	iov.iov_len = len;
 	rx__read_end(&op, n, &iov, 1);
@@ -213,8 +220,8 @@ static RX_NOINLINE ssize_t do_recv(int fd, void *buf, size_t len, int flags)
 	ssize_t n;
 
 	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
-		return rx__real_recv(fd, buf, len, flags);
-	n = rx__real_recv(fd, buf, len, flags);
+		return RX_HOT(recv)(fd, buf, len, flags);
+	n = RX_HOT(recv)(fd, buf, len, flags);
 	iov.iov_base = buf;
 	iov.iov_len = len;
 	rx__read_end(&op, n, &iov, 1);
@@ -375,10 +382,10 @@ static RX_NOINLINE ssize_t do_write(int fd, const void *buf, size_t len)
 	int b = send_begin_buf(&op, fd, 0, buf, len);
 
 	if (b == 0)
-		return rx__real_write(fd, buf, len);
+		return RX_HOT(write)(fd, buf, len);
 	if (b < 0)
 		return -1;
-	n = rx__real_write(fd, buf, len);
+	n = RX_HOT(write)(fd, buf, len);
 	rx__write_end(&op, n);
 	return n;
 }
@@ -402,10 +409,10 @@ static RX_NOINLINE ssize_t do_send(int fd, const void *buf, size_t len,
 	int b = send_begin_buf(&op, fd, flags, buf, len);
 
 	if (b == 0)
-		return rx__real_send(fd, buf, len, flags);
+		return RX_HOT(send)(fd, buf, len, flags);
 	if (b < 0)
 		return -1;
-	n = rx__real_send(fd, buf, len, flags);
+	n = RX_HOT(send)(fd, buf, len, flags);
 	rx__write_end(&op, n);
 	return n;
 }

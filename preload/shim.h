@@ -203,14 +203,48 @@ struct rx_sniff_http {
 /* rx__sniff_reset - start a new response. O(1). */
 void rx__sniff_reset(struct rx_sniff_http *s);
 
+/* The byte-at-a-time sniffer behind rx__sniff_feed (sniff_http.c). */
+enum rx_sniff_result rx__sniff_feed_slow(struct rx_sniff_http *s,
+					 const void *buf, size_t len,
+					 int *status);
+
+static inline bool rx__sniff_digit(unsigned char c)
+{
+	return (unsigned char)(c - '0') < 10;
+}
+
 /*
  * rx__sniff_feed - consume @len bytes of response.
  * @status (not NULL): set for RX_SNIFF_FINAL and RX_SNIFF_UPGRADE.
  * Returns RX_SNIFF_MORE until decided, then the decision. After a decision
  * the sniffer must be reset before it is fed again.
+ *
+ * Inline fast path (ADR-146, ADR-187): a whole final status line
+ * "HTTP/d.d ddd" (first digit not 1) at the start of a fresh response -
+ * the usual first read of an answer - is decided here with a few
+ * compares, exactly as the byte-at-a-time machine would decide it;
+ * interim responses, split status lines and everything else go to it.
  */
-enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
-				    size_t len, int *status);
+static inline enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s,
+						  const void *buf, size_t len,
+						  int *status)
+{
+	const unsigned char *p = buf;
+
+	if (s->state == 0 && s->pos == 0 && len >= 12 &&
+	    __builtin_memcmp(p, "HTTP/", 5) == 0 && rx__sniff_digit(p[5]) &&
+	    p[6] == '.' && rx__sniff_digit(p[7]) && p[8] == ' ' &&
+	    rx__sniff_digit(p[9]) && p[9] != '1' && rx__sniff_digit(p[10]) &&
+	    rx__sniff_digit(p[11])) {
+		s->lines++;
+		s->pos = 12;
+		s->status = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 +
+				       (p[11] - '0'));
+		*status = s->status;
+		return RX_SNIFF_FINAL;
+	}
+	return rx__sniff_feed_slow(s, buf, len, status);
+}
 
 /*
  * rx__http_request_start - do the bytes @iov (@iovcnt entries; NULL when

@@ -17,7 +17,10 @@
  *   - a broken status line after an interim response is RX_SNIFF_MALFORMED
  *     (the server speaks HTTP badly: an unrecognised outcome).
  * "HTTP/2 200" is accepted for tolerance, although HTTP/2 never sends a
- * status line on the wire. Pure: no clock, no I/O, no allocation.
+ * status line on the wire. Pure: no clock, no I/O, no allocation. The
+ * common case - a whole final status line at the start of a response - is
+ * decided by the inline rx__sniff_feed in shim.h before this machine is
+ * called at all (ADR-187).
  *
  * The other direction, once: rx__http_request_start tells whether a write
  * on a connection whose last response began starts a new request (a
@@ -81,31 +84,18 @@ static bool status_step(struct rx_sniff_http *s, unsigned char c)
 	return true;
 }
 
-enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
-				    size_t len, int *status)
+/* The inline rx__sniff_feed (shim.h) decides a whole final status line at
+ * the start of a fresh response itself, with these positions. */
+_Static_assert(S_STATUS == 0 && P_CODE + 3 == 12,
+	       "shim.h's rx__sniff_feed fast path uses these positions");
+
+enum rx_sniff_result rx__sniff_feed_slow(struct rx_sniff_http *s,
+					 const void *buf, size_t len,
+					 int *status)
 {
 	const unsigned char *p = buf;
 	size_t i;
 
-	/*
-	 * Fast path (ADR-146): the whole status line "HTTP/d.d ddd" at the
-	 * start of a fresh response, the usual case, is decided with a few
-	 * compares instead of a step per byte. Interim responses and split
-	 * status lines take the byte-by-byte path below.
-	 */
-	if (s->state == S_STATUS && s->pos == 0 && len >= P_CODE + 3 &&
-	    memcmp(p, "HTTP/", 5) == 0 && is_digit(p[P_MAJOR]) &&
-	    p[P_DOT] == '.' && is_digit(p[P_MINOR]) && p[P_SP] == ' ' &&
-	    is_digit(p[P_CODE]) && is_digit(p[P_CODE + 1]) &&
-	    is_digit(p[P_CODE + 2]) && p[P_CODE] != '1') {
-		s->lines++;
-		s->pos = P_CODE + 3;
-		s->status = (uint16_t)((p[P_CODE] - '0') * 100 +
-				       (p[P_CODE + 1] - '0') * 10 +
-				       (p[P_CODE + 2] - '0'));
-		*status = s->status;
-		return RX_SNIFF_FINAL;
-	}
 	for (i = 0; i < len; i++) {
 		unsigned char c = p[i];
 
@@ -160,17 +150,28 @@ enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s, const void *buf,
  */
 bool rx__http_request_start(const struct iovec *iov, int iovcnt)
 {
-	unsigned char b[24];
+	unsigned char buf[24];
+	const unsigned char *b = buf;
 	size_t n = 0, m = 0, take;
 	unsigned char c;
 	int i;
 
-	for (i = 0; iov && i < iovcnt && n < sizeof(b); i++) {
-		take = iov[i].iov_len < sizeof(b) - n ? iov[i].iov_len
-						     : sizeof(b) - n;
-		if (take > 0)
-			memcpy(b + n, iov[i].iov_base, take);
-		n += take;
+	if (iov && iovcnt > 0 &&
+	    (iovcnt == 1 || iov[0].iov_len >= sizeof(buf))) {
+		/* The bytes to judge are all in the first entry (a write or
+		 * a send): read them in place, the same bytes the copy below
+		 * would gather, without a memcpy call per request (ADR-187). */
+		b = iov[0].iov_base;
+		n = iov[0].iov_len < sizeof(buf) ? iov[0].iov_len : sizeof(buf);
+	} else {
+		for (i = 0; iov && i < iovcnt && n < sizeof(buf); i++) {
+			take = iov[i].iov_len < sizeof(buf) - n
+				   ? iov[i].iov_len
+				   : sizeof(buf) - n;
+			if (take > 0)
+				memcpy(buf + n, iov[i].iov_base, take);
+			n += take;
+		}
 	}
 	while (m < n && m < 20 &&
 	       ((b[m] >= 'A' && b[m] <= 'Z') ||
