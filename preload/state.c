@@ -37,14 +37,17 @@
  * its parent (an exec'd child loads a fresh shim and takes part itself).
  *
  * Failures never crash and never stop guarding (ADR-172). A missing file
- * is the first run: nothing is said. A file that cannot be read, or that
- * the core rejects (corrupt, truncated, future version, too large), gives
- * one warning naming the file and the reason, the process starts empty,
- * and its exit writes a good file over the bad one. A path that is a
- * directory, or whose directory refuses the lock file, gives one line at
- * start; the process then guards without state and never touches the
- * path again. Setuid and setgid programs (AT_SECURE) and RESILIX_DISABLE
- * do no state I/O at all.
+ * is the first run: nothing is said. A file of ours that cannot be read,
+ * or that the core rejects (corrupt, truncated, future version, too
+ * large), gives one warning naming the file and the reason, the process
+ * starts empty, and its exit writes a good file over the bad one, keeping
+ * its mode. A file that is not ours - not a regular file, or non-empty and
+ * not starting with the snapshot magic "RXSN" - is never written over
+ * (ADR-201): a mistyped path must not destroy someone's data. A path that
+ * is such a file or a directory, or whose directory refuses the lock file,
+ * gives one line at start; the process then guards without state and
+ * never touches the path again. Setuid and setgid programs (AT_SECURE) and
+ * RESILIX_DISABLE do no state I/O at all.
  *
  * Memory and calls (ADR-173). The buffer is mapped once at start-up
  * (MAP_NORESERVE: pages are committed only as a snapshot touches them),
@@ -92,6 +95,11 @@ atomic_bool rx__state_dirty; /* a call settled in this process */
 static char path[PATH_MAX];
 static char lock_path[PATH_MAX];
 static char tmp_path[PATH_MAX];
+static mode_t file_mode; /* the file's mode when last read; 0: none */
+
+/* The snapshot's magic (src/resilix/snapshot.h): a file of ours starts
+ * with it, or with a prefix of it when truncated. */
+static const char magic[4] = {'R', 'X', 'S', 'N'};
 
 static uint64_t wall_ns(void)
 {
@@ -150,11 +158,49 @@ static void drop_lock(int fd)
 		rx__real_close(fd); /* releases the flock */
 }
 
+/* Does @p[0..@len) look like ours: empty, or starting with the magic
+ * (a file truncated inside the magic included)? */
+static bool ours(const unsigned char *p, size_t len)
+{
+	return memcmp(p, magic, len < sizeof(magic) ? len : sizeof(magic)) == 0;
+}
+
+/*
+ * Is the file at path someone else's (ADR-201)? Reads at most 4 bytes,
+ * without blocking. Returns NULL when it is missing, empty or ours, else
+ * why it is not ours.
+ */
+static const char *foreign(void)
+{
+	unsigned char head[sizeof(magic)];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return NULL; /* missing, or read_file says why */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		rx__real_close(fd);
+		return "is not a regular file";
+	}
+	do
+		n = rx__real_read(fd, head, sizeof(head));
+	while (n < 0 && errno == EINTR);
+	rx__real_close(fd);
+	if (n > 0 && !ours(head, (size_t)n))
+		return "is not a resilix state file (it does not start with "
+		       "RXSN)";
+	return NULL;
+}
+
 /*
  * Read the file into buf. Returns its length (0 for an empty file, which
  * the core rejects as truncated), -2 when it does not exist (the first
- * run: silent), or -1 after one warning (none when @quiet: at exit, where
- * the file is about to be replaced anyway).
+ * run: silent), -3 when it is not ours (not a regular file, or no magic:
+ * never to be replaced, ADR-201), or -1 after one warning (none when
+ * @quiet: at exit, where the file is about to be replaced anyway). Sets
+ * file_mode to the file's mode, 0 when there is no file.
  */
 static ssize_t read_file(bool quiet)
 {
@@ -164,6 +210,7 @@ static ssize_t read_file(bool quiet)
 	ssize_t n;
 	int fd;
 
+	file_mode = 0;
 	/* O_NONBLOCK: a FIFO put in the file's place must not hang us. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
@@ -174,10 +221,10 @@ static ssize_t read_file(bool quiet)
 		goto fail;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		op = "open";
-		why = "not a regular file";
-		goto fail_close;
+		rx__real_close(fd);
+		return -3;
 	}
+	file_mode = st.st_mode & 07777;
 	for (;;) {
 		/* Read one byte past the buffer, so a file too large is
 		 * seen as such even if it grew after fstat. */
@@ -203,6 +250,10 @@ static ssize_t read_file(bool quiet)
 			goto fail_close;
 		}
 		len += (size_t)n;
+		if (!ours(buf, len)) {
+			rx__real_close(fd);
+			return -3;
+		}
 	}
 	rx__real_close(fd);
 	return (ssize_t)len;
@@ -223,12 +274,25 @@ static bool sibling(char *out, size_t size, const char *suffix, long pid)
 	return n > 0 && (size_t)n < size;
 }
 
+/* The one line saying the file is not ours and is left alone. */
+static void refuse(const char *why)
+{
+	char line[PATH_MAX + 200];
+
+	snprintf(line, sizeof(line),
+		 "RESILIX_STATE_FILE=\"%.200s\" %s; it is left untouched and "
+		 "guarding goes on without state across processes",
+		 path, why);
+	rx__log_plain(line);
+}
+
 void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		     struct rx_lock *reg_lock, struct rx_lock *locks)
 {
 	const struct rx_breaker_config *b = &cfg->guard.breaker;
 	size_t entry, want;
 	struct stat st;
+	const char *why;
 	ssize_t len;
 	void *p;
 	int fd, rc;
@@ -260,6 +324,13 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 			 "guarding goes on without state across processes",
 			 path);
 		rx__log_plain(line);
+		return;
+	}
+	/* Before the lock file is made beside it: someone else's file is
+	 * left exactly as it is. */
+	why = foreign();
+	if (why) {
+		refuse(why);
 		return;
 	}
 
@@ -298,6 +369,12 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	}
 	len = read_file(false);
 	drop_lock(fd);
+	if (len == -3) { /* replaced by a foreign file since foreign() */
+		refuse("is not a resilix state file");
+		munmap(buf, buf_bytes);
+		buf = NULL;
+		return;
+	}
 	if (len >= 0) {
 		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, rx__now_ns(),
 					 wall_ns());
@@ -388,6 +465,10 @@ static const char *replace_file(size_t len)
 		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return "open";
+	/* The file we replace keeps its mode (the umask does not apply to
+	 * fchmod, so it is exactly the old one). */
+	if (file_mode != 0 && file_mode != 0600)
+		(void)fchmod(fd, file_mode);
 	while (off < len) {
 		n = rx__real_write(fd, buf + off, len - off);
 		if (n < 0 && errno == EINTR)
@@ -422,6 +503,7 @@ __attribute__((destructor)) static void state_at_exit(void)
 	int saved = errno;
 	int inside = rx__inside;
 	const char *failed;
+	ssize_t flen;
 	size_t len;
 	int fd;
 
@@ -435,8 +517,13 @@ __attribute__((destructor)) static void state_at_exit(void)
 	fd = take_lock(LOCK_EX);
 	if (fd == -1) {
 		warn("state-write-failed", "lock", errno_name(errno));
+	} else if ((flen = read_file(true)) == -3) {
+		/* Someone else's file took its place while we ran. */
+		warn("state-write-failed", "check",
+		     "not a resilix state file; left untouched");
+		drop_lock(fd);
 	} else {
-		len = snapshot(read_file(true));
+		len = snapshot(flen);
 		failed = len > 0 ? replace_file(len) : NULL;
 		if (failed)
 			warn("state-write-failed", failed, errno_name(errno));

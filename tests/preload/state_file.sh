@@ -12,9 +12,13 @@
 #    Without the state file no process would ever trip (one call each).
 # 2. A wrapper (bash -c) that loads the shim but guards no call does not
 #    write back the state it read before its child learnt something.
-# 3. A corrupt, truncated, empty, future-version or non-regular state file:
-#    one warning naming the file and the reason, normal guarding, and a
-#    good file written at exit. A missing file is silent.
+# 3. A corrupt, truncated, empty or future-version state file: one warning
+#    naming the file and the reason, normal guarding, and a good file
+#    written at exit, with the old file's mode. A missing file is silent.
+#    A file that is not ours - text, random bytes without the magic "RXSN",
+#    a FIFO - is never written over (ADR-201): one line naming it, guarding
+#    without state, the file byte-for-byte and mode as it was, no lock
+#    file beside it.
 # 4. A directory or an unusable directory as RESILIX_STATE_FILE: one line,
 #    guarding goes on without state. RESILIX_DISABLE: no state I/O. A
 #    relative name; a lock held by another process (a bounded wait and a
@@ -182,8 +186,48 @@ bad_case() {
 	rx_assert_eq "$name: the next process reads it silently" "" "$(cat "$err")"
 }
 
-head -c 3000 /dev/urandom >"$RX_TMP/random.state"
-bad_case random 'serialised data is malformed or truncated'
+# foreign_case NAME REASON: $RX_TMP/NAME.state is someone else's file.
+foreign_case() {
+	local name=$1 reason=$2 state=$RX_TMP/$1.state before
+	out=$RX_TMP/$name.out err=$RX_TMP/$name.err
+	: >"$out"
+	: >"$err"
+	rx_dump_on_fail "$err"
+	before=$(stat -c '%a %s %Y %F' "$state")
+	[ -f "$state" ] && cp "$state" "$RX_TMP/$name.copy"
+	one client "$state" "$GOOD"
+	one client "$state" "$GOOD"
+	rx_assert_eq "$name: one line per process" 2 "$(wc -l <"$err" | tr -d ' ')"
+	rx_assert_grep "$name: the line names the file and the reason" \
+		"RESILIX_STATE_FILE=\"$state\" $reason.*; it is left untouched" "$err"
+	rx_assert_eq "$name: the calls went through" 2 \
+		"$(grep -c ' 200 OK 1$' "$out")"
+	rx_assert_eq "$name: mode, size, time and type unchanged" "$before" \
+		"$(stat -c '%a %s %Y %F' "$state")"
+	if [ -f "$state" ]; then
+		cmp -s "$state" "$RX_TMP/$name.copy" ||
+			rx_fail "$name: the file was changed"
+	fi
+	rx_assert_eq "$name: no lock file beside it" no \
+		"$([ -e "$state.lock" ] && echo yes || echo no)"
+}
+
+# Someone else's files (F17): a text file, random bytes (not starting
+# with R), a FIFO.
+printf 'my precious notes\nline 2\n' >"$RX_TMP/notes.state"
+chmod 644 "$RX_TMP/notes.state"
+foreign_case notes 'is not a resilix state file'
+{ printf 'x' && head -c 2999 /dev/urandom; } >"$RX_TMP/random.state"
+foreign_case random 'is not a resilix state file'
+mkfifo "$RX_TMP/fifo.state"
+foreign_case fifo 'is not a regular file'
+
+# Ours but corrupt: repaired, with the old file's mode kept.
+{ printf 'RXSN' && head -c 3000 /dev/urandom; } >"$RX_TMP/magic.state"
+chmod 640 "$RX_TMP/magic.state"
+bad_case magic '.*'
+rx_assert_eq "magic: the replaced file kept its mode" 640 \
+	"$(stat -c %a "$RX_TMP/magic.state")"
 head -c $((size - 7)) "$good_state" >"$RX_TMP/truncated.state"
 bad_case truncated 'serialised data is malformed or truncated'
 : >"$RX_TMP/empty.state"
@@ -191,8 +235,6 @@ bad_case empty 'serialised data is malformed or truncated'
 cp "$good_state" "$RX_TMP/future.state"
 printf '\011' | dd of="$RX_TMP/future.state" bs=1 seek=4 conv=notrunc 2>/dev/null
 bad_case future 'serialised data has an unsupported version'
-mkfifo "$RX_TMP/fifo.state"
-bad_case fifo 'not a regular file'
 
 # --- 4. unusable paths, RESILIX_DISABLE ---------------------------------------
 out=$RX_TMP/paths.out err=$RX_TMP/paths.err
