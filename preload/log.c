@@ -22,6 +22,21 @@
  * every fd) or dup2s over it, the log falls back to stderr instead of
  * writing into whatever file gets the number next.
  *
+ * Never into the program's files (ADR-202). A daemon closes fd 2 and its
+ * next open() gets the number; fclose(stderr) or a raw close does so
+ * where the shim cannot see it. So the file behind fd 2 at start-up
+ * (device and inode) is recorded, and each line checks it with one fstat:
+ * while fd 2 still holds that file the line goes there, otherwise it is
+ * dropped - after a close of fd 2 the shim saw, for good. The log file is
+ * checked the same way (a hidden close of fd >= 100), falling back to
+ * stderr. No copy of stderr is kept open: a pipe's reader (a shell's
+ * `$(daemon)`) must see EOF when the program closes its stderr.
+ *
+ * Never blocking (ADR-203). The log file is opened with O_NONBLOCK and
+ * kept so: a FIFO without a reader is refused at open (ENXIO: one line,
+ * stderr instead) and a full pipe drops the line, counted and reported
+ * with the next line that gets through (`event=log-suppressed`).
+ *
  * Rate limit (ADR-165). A flapping upstream trips and recovers its breaker
  * as fast as its calls allow, and a program with many keys can log many
  * transitions a second; the host's stderr (often a container's log, billed
@@ -43,6 +58,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,21 +77,73 @@ static _Atomic uint64_t log_suppressed; /* lines dropped, not reported */
 enum rx_log_level rx__log_level = RX_LOG_WARN;
 static atomic_int log_fd = 2;
 
+/* The files behind stderr and the log file at start-up (ADR-202). */
+enum { ERR_ANY, ERR_CHECK, ERR_GONE };
+static atomic_int err_state = ERR_ANY; /* ERR_ANY until rx__log_setup */
+static dev_t err_dev, log_dev;
+static ino_t err_ino, log_ino;
+
 /* Where RESILIX_LOG_FILE goes: above the numbers programs hard-code
  * (shells' `exec 3>`, socket activation's fd 3), out of their way. */
 #define LOG_FD_MIN 100
 
+/* Does @fd still hold the file @dev/@ino? One fstat. */
+static bool same_file(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* fd 2 when it still holds the stderr of start-up, else -1. */
+static int err_fd(void)
+{
+	switch (atomic_load_explicit(&err_state, memory_order_relaxed)) {
+	case ERR_ANY:
+		return 2;
+	case ERR_CHECK:
+		if (same_file(2, err_dev, err_ino))
+			return 2;
+		atomic_store(&err_state, ERR_GONE);
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+/* Where a line goes: the log file while it holds its file, else stderr
+ * while it holds its own (ADR-202); -1: nowhere. */
+static int line_fd(void)
+{
+	int fd = atomic_load_explicit(&log_fd, memory_order_relaxed);
+
+	if (fd == 2)
+		return err_fd();
+	if (same_file(fd, log_dev, log_ino))
+		return fd;
+	atomic_compare_exchange_strong(&log_fd, &fd, 2);
+	return err_fd();
+}
+
 /* Write all of @len bytes with as few real writes as the kernel allows
- * (one, for a line on a regular file or a pipe). */
+ * (one, for a line on a regular file or a pipe). A line that finds the
+ * non-blocking log pipe full is dropped and counted (ADR-203). */
 static void write_line(int fd, const char *buf, size_t len)
 {
 	int tries = 0;
 
+	if (fd < 0)
+		return;
 	while (len > 0 && tries++ < 8) {
 		ssize_t n = rx__real_write(fd, buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			atomic_fetch_add_explicit(&log_suppressed, 1,
+						  memory_order_relaxed);
+			return;
+		}
 		if (n <= 0)
 			return;
 		buf += n;
@@ -94,7 +162,7 @@ void rx__log_plain(const char *msg)
 			n = (int)sizeof(line) - 1;
 			line[n - 1] = '\n';
 		}
-		write_line(2, line, (size_t)n);
+		write_line(err_fd(), line, (size_t)n);
 	}
 	errno = saved;
 }
@@ -103,11 +171,25 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 {
 	int fd;
 
+	struct stat st;
+
 	rx__log_level = level;
 	atomic_store(&log_fd, 2);
+	if (fstat(2, &st) == 0) {
+		err_dev = st.st_dev;
+		err_ino = st.st_ino;
+		atomic_store(&err_state, ERR_CHECK);
+	} else {
+		atomic_store(&err_state, ERR_GONE); /* no stderr to write to */
+	}
 	if (!path)
 		return;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	/* O_NONBLOCK: a FIFO without a reader fails with ENXIO instead of
+	 * hanging the program before main (ADR-203); kept for the writes. */
+	fd = open(path,
+		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+		      O_NONBLOCK,
+		  0644);
 	if (fd >= 0 && fd < LOG_FD_MIN) {
 		int high = fcntl(fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
 
@@ -122,12 +204,19 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 
 		/* Unguarded logging is not a reason to stop guarding. */
 		snprintf(msg, sizeof(msg),
-			 "RESILIX_LOG_FILE=\"%.200s\" cannot be opened (%s); "
+			 "RESILIX_LOG_FILE=\"%.200s\" cannot be opened (%s%s); "
 			 "logging to stderr",
-			 path, name ? name : "error");
+			 path, name ? name : "error",
+			 errno == ENXIO ? ": a FIFO with no reader" : "");
 		rx__log_plain(msg);
 		return;
 	}
+	if (fstat(fd, &st) != 0) {
+		rx__real_close(fd);
+		return;
+	}
+	log_dev = st.st_dev;
+	log_ino = st.st_ino;
 	atomic_store(&log_fd, fd);
 }
 
@@ -135,9 +224,13 @@ void rx__log_fd_lost(int fd)
 {
 	int expected = fd;
 
-	/* Only our own file: stderr stays stderr whatever it becomes. */
+	/* Our own file: back to stderr. Stderr itself closed or replaced
+	 * by the program: its next file is the program's (ADR-202). */
 	if (fd != 2)
 		atomic_compare_exchange_strong(&log_fd, &expected, 2);
+	else if (atomic_load_explicit(&err_state, memory_order_relaxed) ==
+		 ERR_CHECK)
+		atomic_store(&err_state, ERR_GONE);
 }
 
 /*
@@ -218,8 +311,7 @@ static void log_suppressed_line(uint64_t n)
 		       ts, (long)getpid(), (unsigned long long)n,
 		       LOG_RATE_PER_S, LOG_BURST);
 	if (len > 0 && (size_t)len < sizeof(line))
-		write_line(atomic_load_explicit(&log_fd, memory_order_relaxed),
-			   line, (size_t)len);
+		write_line(line_fd(), line, (size_t)len);
 }
 
 void rx__log(enum rx_log_level level, const char *fmt, ...)
@@ -266,8 +358,7 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 	if (len >= sizeof(line) - 1)
 		len = sizeof(line) - 2; /* truncated: keep room for '\n' */
 	line[len++] = '\n';
-	write_line(atomic_load_explicit(&log_fd, memory_order_relaxed), line,
-		   len);
+	write_line(line_fd(), line, len);
 out:
 	errno = saved;
 }
