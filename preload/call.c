@@ -1551,9 +1551,12 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		if (!still_ours(fd, e)) {
 			/* The socket is gone; the number is another file's
 			 * now: never refuse a write to it (ADR-190). */
+			int saved = errno;
+
 			forget_stale(fd, e,
 				     atomic_load_explicit(
 					 &e->epoch, memory_order_relaxed));
+			errno = saved;
 			goto pass;
 		}
 		if (!start_call(op)) {
