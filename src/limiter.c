@@ -412,11 +412,20 @@ static double vegas_update(struct rx_limiter *l, double rtt, bool *wants_less)
 
 	double f = vegas_f(limit);
 	double queue = ceil(limit * (1.0 - l->baseline_us / rtt));
+	/* NCL's alpha = 3f and beta = 6f calls of queue are a sliver of a
+	 * large limit but most of a small one: at L = 8 they let the
+	 * upstream's latency reach 2.5 x. Below L = 18 the tolerated queue
+	 * is capped at a third of L (ADR-211). */
+	double beta = 6.0 * f, alpha = 3.0 * f;
+	if (beta > limit / 3.0) {
+		beta = limit / 3.0 > 1.0 ? limit / 3.0 : 1.0;
+		alpha = beta / 2.0;
+	}
 	if (queue <= f)
-		return limit + 6.0 * f;
-	if (queue < 3.0 * f)
+		return limit + beta;
+	if (queue < alpha)
 		return limit + f;
-	if (queue > 6.0 * f) {
+	if (queue > beta) {
 		*wants_less = true;
 		return limit - f;
 	}
