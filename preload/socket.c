@@ -285,16 +285,8 @@ RX_EXPORT int fcntl(int fd, int cmd, ...)
 	return fcntl_result(cmd, rx__real_fcntl(fd, cmd, arg));
 }
 
-RX_EXPORT int __fcntl(int fd, int cmd, ...)
-{
-	va_list ap;
-	long arg;
-
-	va_start(ap, cmd);
-	arg = fcntl_arg(cmd, ap);
-	va_end(ap);
-	return fcntl_result(cmd, rx__real_fcntl(fd, cmd, arg));
-}
+/* glibc's reserved name for the same function: the same wrapper. */
+RX_EXPORT int __fcntl(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 RX_EXPORT int fcntl64(int fd, int cmd, ...)
 {
