@@ -71,6 +71,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -1783,6 +1784,31 @@ static void start_failed(const char *what, int code)
 	rx__log_plain(line);
 }
 
+/*
+ * Is another copy of this library ahead of this one in the symbol search
+ * order (two builds named in LD_PRELOAD, or an image-wide LD_PRELOAD plus
+ * resilix-run with another path)? Then its wrappers see every call first
+ * and reach ours through RTLD_NEXT; guarding again would count each call
+ * twice and log each line twice, so this copy passes through (ADR-212).
+ * Told by the object that owns the process-wide "connect": another object
+ * with this library's file name.
+ */
+static bool another_copy_first(void)
+{
+	Dl_info mine, first;
+	const char *a, *b;
+	void *sym = dlsym(RTLD_DEFAULT, "connect");
+
+	if (sym == NULL || !dladdr((void *)another_copy_first, &mine) ||
+	    !dladdr(sym, &first) || first.dli_fbase == mine.dli_fbase ||
+	    first.dli_fname == NULL || mine.dli_fname == NULL)
+		return false;
+	a = strrchr(first.dli_fname, '/');
+	b = strrchr(mine.dli_fname, '/');
+	return strcmp(a ? a + 1 : first.dli_fname,
+		      b ? b + 1 : mine.dli_fname) == 0;
+}
+
 static int init_once(void)
 {
 	struct report_state rs = {false, RX_LOG_WARN};
@@ -1805,6 +1831,13 @@ static int init_once(void)
 	}
 	if (cfg.disable)
 		return INIT_OFF;
+	if (another_copy_first()) {
+		/* The first copy reports the configuration; this one only
+		 * says why it stands aside, at info level. */
+		rx__log_setup(cfg.log_level, NULL);
+		rx__log(RX_LOG_INFO, "event=second-copy action=pass-through");
+		return INIT_OFF;
+	}
 	rs.level = cfg.log_level;
 	rx_config_parse(&cfg, environ, report, &rs);
 	rx__log_setup(cfg.log_level, cfg.log_file);
