@@ -873,6 +873,23 @@ static void forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
 }
 
 /*
+ * lock_call - take the lock of @op's fd if @op's call is still the one on
+ * it. Returns the held lock, or NULL with nothing held (the call ended or
+ * the fd was reused meanwhile).
+ */
+static struct rx_lock *lock_call(const struct rx_op *op)
+{
+	struct rx_lock *l = rx__fd_lock(op->fd);
+
+	rx__lock(l);
+	if (!same_call(op)) {
+		rx__unlock(l);
+		return NULL;
+	}
+	return l;
+}
+
+/*
  * Settle @op's call with @v after an error or EOF, and retire the fd.
  * @stale: the failure is an EOF, ECONNRESET or EPIPE, which on a kept-alive
  * connection before any byte of the response means the server had closed
@@ -889,12 +906,9 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
 	if (!owner_fast())
 		return;
 	now = now_ns();
-	l = rx__fd_lock(op->fd);
-	rx__lock(l);
-	if (!same_call(op)) {
-		rx__unlock(l);
+	l = lock_call(op);
+	if (l == NULL)
 		return;
-	}
 	if (stale && op->e->reused && op->e->first_byte_ns == 0) {
 		v = RX_REJECTED;
 		at = "stale-connection";
@@ -1370,12 +1384,9 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	if (!owner_fast())
 		return;
 	now = now_ns();
-	l = rx__fd_lock(op->fd);
-	rx__lock(l);
-	if (!same_call(op)) {
-		rx__unlock(l);
+	l = lock_call(op);
+	if (l == NULL)
 		return;
-	}
 	for (i = 0; i < iovcnt && left > 0 && r == RX_SNIFF_MORE; i++) {
 		size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
 		uint8_t lines = e->sniff.lines;

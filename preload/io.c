@@ -130,29 +130,24 @@ static inline bool low_ptr(const void *p)
 }
 
 /*
- * FAST_RECV/FAST_SEND(name, fd, args...): the whole wrapper for an fd that
- * does not matter - below the capacity and in a phase that passes - is a
- * tail call through the hot table. An fd at or beyond the capacity (or
- * any fd before start-up) takes rx__real_X, which checks the binding.
+ * FAST_PATH(passes, name, fd, args...): the whole wrapper for an fd that
+ * does not matter - below the capacity and in a phase where @passes says
+ * this direction of I/O passes - is a tail call through the hot table. An
+ * fd at or beyond the capacity (or any fd before start-up) takes
+ * rx__real_X, which checks the binding. FAST_RECV and FAST_SEND name the
+ * two directions.
  */
-#define FAST_RECV(name, fd, ...)                                               \
+#define FAST_PATH(passes, name, fd, ...)                                       \
 	do {                                                                   \
 		if (LIKELY((unsigned)(fd) < capacity())) {                     \
-			if (LIKELY(recv_passes(phase_at(fd))))                 \
+			if (LIKELY(passes(phase_at(fd))))                      \
 				return RX_HOT(name)(fd, __VA_ARGS__);          \
 		} else {                                                       \
 			return rx__real_##name(fd, __VA_ARGS__);               \
 		}                                                              \
 	} while (0)
-#define FAST_SEND(name, fd, ...)                                               \
-	do {                                                                   \
-		if (LIKELY((unsigned)(fd) < capacity())) {                     \
-			if (LIKELY(send_passes(phase_at(fd))))                 \
-				return RX_HOT(name)(fd, __VA_ARGS__);          \
-		} else {                                                       \
-			return rx__real_##name(fd, __VA_ARGS__);               \
-		}                                                              \
-	} while (0)
+#define FAST_RECV(name, fd, ...) FAST_PATH(recv_passes, name, fd, __VA_ARGS__)
+#define FAST_SEND(name, fd, ...) FAST_PATH(send_passes, name, fd, __VA_ARGS__)
 
 #define RX_NOINLINE __attribute__((noinline))
 
