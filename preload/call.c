@@ -18,10 +18,14 @@
  *   WAITING -(first byte, final status)-> IDLE -(write: admit)-> WAITING
  *   any -(error, EOF, 101 upgrade)-> DONE;  close -> UNTRACKED
  *
+ * The state belongs to the connection: every number of a socket (dup,
+ * dup2, dup3, fcntl F_DUPFD) maps to the same record, and only the close
+ * of its last number ends it (ADR-213).
+ *
  * Locks. Three kinds, never nested, never held across a call into libc:
  * the registry lock (acquire/release of a key, O(1)), one lock per guard
  * (indexed by rx_registry_index; admit/settle, O(1)) and the fd stripe
- * locks (entry updates). So no lock order exists to get wrong, and a
+ * locks (record updates). So no lock order exists to get wrong, and a
  * thread blocked in recv holds nothing. The guard of a tracked fd stays
  * pinned from connect to close, so the registry never evicts a key with a
  * live connection.
@@ -812,18 +816,18 @@ static bool same_call(const struct rx_op *op)
  * connected: one fstat, on those rare paths only.
  */
 
-/* Record the socket now on @fd in @e (at connect). false: fstat failed. */
-static bool remember_socket(int fd, struct rx_fd *e)
+/* The socket on @fd: its st_dev and st_ino. false: not a socket (or
+ * fstat failed). Preserves errno. */
+static bool socket_id(int fd, uint64_t *dev, uint64_t *ino)
 {
 	struct stat st;
+	int saved = errno;
+	bool sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 
-	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
-		return false;
-	atomic_store_explicit(&e->sock_dev, (uint64_t)st.st_dev,
-			      memory_order_relaxed);
-	atomic_store_explicit(&e->sock_ino, (uint64_t)st.st_ino,
-			      memory_order_relaxed);
-	return true;
+	errno = saved;
+	*dev = sock ? (uint64_t)st.st_dev : 0;
+	*ino = sock ? (uint64_t)st.st_ino : 0;
+	return sock;
 }
 
 /* Does @fd still hold the socket @e connected? Preserves errno. */
@@ -859,17 +863,18 @@ static bool adverse(enum rx_verdict v, uint64_t start_ns, uint64_t end_ns)
 	return slow_ns > 0 && end_ns > start_ns && end_ns - start_ns >= slow_ns;
 }
 
-static void forget(int fd, struct rx_fd *e);
+static void unmap(int fd, const struct rx_fd *only);
 
-/* @fd no longer holds @e's socket: drop the entry, unless another
- * operation restarted it since @epoch. No lock held on entry or exit. */
+/* @fd no longer holds @e's socket: unmap it from @e, unless another
+ * operation restarted @e since @epoch. (Other numbers of the socket keep
+ * the record.) No lock held on entry or exit. */
 static void forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
 {
 	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) != epoch)
 		return;
 	if (rx__log_enabled(RX_LOG_DEBUG))
 		rx__log(RX_LOG_DEBUG, "fd=%d event=stale-fd", fd);
-	forget(fd, e);
+	unmap(fd, e);
 }
 
 /*
@@ -879,7 +884,7 @@ static void forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
  */
 static struct rx_lock *lock_call(const struct rx_op *op)
 {
-	struct rx_lock *l = rx__fd_lock(op->fd);
+	struct rx_lock *l = rx__fd_lock(op->e);
 
 	rx__lock(l);
 	if (!same_call(op)) {
@@ -992,7 +997,7 @@ static bool settle_overdue(struct rx_op *op)
 	if (!owner_fast())
 		return false;
 	now = now_ns();
-	l = rx__fd_lock(op->fd);
+	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (!same_call(op) || !past_deadline(op->e->start_ns, now, &v)) {
 		rx__unlock(l);
@@ -1059,7 +1064,7 @@ static void connected(struct rx_op *op)
 	now = atomic_load_explicit(&op->e->wrote, memory_order_relaxed)
 		  ? 0
 		  : now_ns();
-	l = rx__fd_lock(op->fd);
+	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING) {
 		if (!atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
@@ -1089,7 +1094,7 @@ static void seen_connected(struct rx_op *op)
 	    getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0)
 		return;
 	now = now_ns();
-	l = rx__fd_lock(op->fd);
+	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (same_call(op) && op->e->connected_ns == 0 &&
 	    !atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
@@ -1113,7 +1118,7 @@ static void first_write(struct rx_op *op)
 	if (!owner_fast())
 		return;
 	now = now_ns();
-	l = rx__fd_lock(op->fd);
+	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (same_call(op) &&
 	    !atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
@@ -1126,12 +1131,13 @@ static void first_write(struct rx_op *op)
 }
 
 /*
- * Drop @e's state (caller holds rx__inside): settle an outstanding call as
- * abandoned and release the key. No lock is held on entry or exit.
+ * End record @e (caller holds rx__inside; @fd is a number of its socket):
+ * settle an outstanding call as abandoned, release the key, untrack. The
+ * numbers that map to it keep doing so. No lock is held on entry or exit.
  */
-static void forget(int fd, struct rx_fd *e)
+static void end_record(int fd, struct rx_fd *e)
 {
-	struct rx_lock *l = rx__fd_lock(fd);
+	struct rx_lock *l = rx__fd_lock(e);
 	enum rx_fd_phase ph;
 	struct ending end;
 	uint64_t now = 0;
@@ -1189,19 +1195,106 @@ static void forget(int fd, struct rx_fd *e)
 	release(end.guard);
 }
 
-void rx__fd_forget(int fd)
+/* @fd stops mapping to its record (only to @only, when not NULL); the
+ * last number of a record ends it and frees it. */
+static void unmap(int fd, const struct rx_fd *only)
+{
+	bool last;
+	struct rx_fd *e = rx__fd_detach(fd, only, &last);
+
+	if (e && last) {
+		end_record(fd, e);
+		rx__fd_free(e);
+	}
+}
+
+/* Whatever @e (@fd's record, or NULL) knew of the socket is over: end it
+ * for every number of the socket, and unmap @fd. */
+static void drop(int fd, struct rx_fd *e)
+{
+	if (!e)
+		return;
+	end_record(fd, e);
+	unmap(fd, e);
+}
+
+/* The checks every entry from socket.c makes: a record, not re-entered,
+ * the process that owns the state. */
+static struct rx_fd *entry_of(int fd)
 {
 	struct rx_fd *e = rx__fd_get(fd);
+
+	if (!e || rx__inside || !owner())
+		return NULL;
+	return e;
+}
+
+void rx__fd_forget(int fd)
+{
 	int saved = errno;
 
-	if (!e || rx__fd_phase(e) == RX_FD_UNTRACKED || rx__inside)
-		return;
-	if (!owner())
+	if (!entry_of(fd))
 		return;
 	rx__inside = 1;
-	forget(fd, e);
+	unmap(fd, NULL);
 	rx__inside = 0;
 	errno = saved;
+}
+
+void rx__fd_end(int fd)
+{
+	struct rx_fd *e = entry_of(fd);
+	int saved = errno;
+
+	if (!e)
+		return;
+	rx__inside = 1;
+	end_record(fd, e);
+	rx__inside = 0;
+	errno = saved;
+}
+
+void rx__fd_dup(int fd, int newfd)
+{
+	uint64_t dev, ino;
+	int saved = errno;
+
+	if (newfd < 0 || newfd == fd || !entry_of(fd))
+		return;
+	rx__inside = 1;
+	/* Stale state on the new number goes first (its old socket was
+	 * closed where the shim could not see it). */
+	unmap(newfd, NULL);
+	if (socket_id(newfd, &dev, &ino))
+		(void)rx__fd_share(fd, newfd, dev, ino);
+	rx__inside = 0;
+	errno = saved;
+}
+
+/*
+ * The record for a connect on @fd, whose socket is @dev/@ino: @e (the
+ * record @fd maps to, ended by the caller, or NULL) when it is this
+ * socket's, else a fresh one. NULL: none to be had (pass through).
+ */
+static struct rx_fd *record_for_connect(int fd, struct rx_fd *e,
+					uint64_t dev, uint64_t ino)
+{
+	if (e && (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) !=
+		      dev ||
+		  atomic_load_explicit(&e->sock_ino, memory_order_relaxed) !=
+		      ino)) {
+		/* A record of another socket: the number changed hands
+		 * behind our back (ADR-190). Its duplicates keep it. */
+		unmap(fd, e);
+		e = NULL;
+	}
+	if (!e)
+		e = rx__fd_attach(fd);
+	if (e) {
+		atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
+		atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+	}
+	return e;
 }
 
 /* ------------------------------------------------------------------------
@@ -1217,6 +1310,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	struct rx_guard *g;
 	struct rx_fd *e;
 	struct rx_lock *l;
+	uint64_t dev, ino;
 	size_t klen;
 	int saved = errno;
 	int type = 0;
@@ -1230,13 +1324,15 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	rx__inside = 1;
 	if (!rx__ready() && !rx__init())
 		goto pass;
-	e = rx__fd_get(fd);
-	if (!e || !owner())
+	if ((unsigned)fd >=
+		atomic_load_explicit(&rx__fd_capacity, memory_order_acquire) ||
+	    !owner())
 		goto pass;
+	e = rx__fd_get(fd);
 	if (rx__curl_active) {
 		/* Inside curl_easy_perform: the curl layer attributes this
 		 * call (ADR-152); whatever we knew of the fd is over. */
-		forget(fd, e);
+		drop(fd, e);
 		goto pass;
 	}
 	/* ::ffff:a.b.c.d is a.b.c.d: one key, one set of filters (ADR-194).
@@ -1251,21 +1347,21 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	if (klen == 0) {
 		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
 		 * dissolves a TCP association): whatever we knew is over. */
-		forget(fd, e);
+		drop(fd, e);
 		goto pass;
 	}
 	if (!rx_filter_guarded(&cfg.include, &cfg.exclude, sa, len)) {
 		/* Not a destination the user asked us to guard (ADR-143). */
-		forget(fd, e);
+		drop(fd, e);
 		goto pass;
 	}
-	if (rx__fd_phase(e) == RX_FD_CONNECTING) {
+	if (e && rx__fd_phase(e) == RX_FD_CONNECTING) {
 		/* connect() again while a non-blocking connect is pending:
 		 * the same call, polled. Another destination means the state
 		 * is stale (the fd was closed behind our back). */
 		bool again;
 
-		l = rx__fd_lock(fd);
+		l = rx__fd_lock(e);
 		rx__lock(l);
 		again = rx__fd_phase(e) == RX_FD_CONNECTING &&
 			strcmp(key_of(e->guard), key) == 0;
@@ -1282,9 +1378,15 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	}
 	/* Anything else we hold for this fd is stale, or a reconnect after
 	 * a failed connect: start afresh. */
-	forget(fd, e);
+	if (e)
+		end_record(fd, e);
 	if (rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
-	    type != SOCK_STREAM || !remember_socket(fd, e))
+	    type != SOCK_STREAM || !socket_id(fd, &dev, &ino)) {
+		drop(fd, e);
+		goto pass;
+	}
+	e = record_for_connect(fd, e, dev, ino);
+	if (!e)
 		goto pass;
 
 	now = now_ns();
@@ -1296,7 +1398,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		rx__inside = 0;
 		return RX_OP_REFUSE;
 	}
-	l = rx__fd_lock(fd);
+	l = rx__fd_lock(e);
 	rx__lock(l);
 	/* Atomic: start_call reads it without the lock (ADR-186). */
 	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
@@ -1505,7 +1607,7 @@ static bool start_call(struct rx_op *op)
 	now = now_ns();
 	if (!admit(g, &now, &permit, "write", op->fd, op->dontwait))
 		return false;
-	l = rx__fd_lock(op->fd);
+	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (rx__fd_phase(e) == RX_FD_IDLE &&
 	    atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch) {

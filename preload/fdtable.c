@@ -1,22 +1,32 @@
 /*
  * preload/fdtable.c - the per-fd call state of the shim.
  *
- * Design. An fd is a small integer the kernel hands out lowest-first, so a
- * flat array indexed by fd is both the simplest and the fastest map: the
- * cost of a call on an untracked fd is a bounds check, one load and one
- * branch (rx__fd_get, rx__fd_phase in shim.h). The array is sized once from
- * RLIMIT_NOFILE - the larger of the soft and hard limits, since a program
- * may raise its soft limit later - capped at RX_FD_CAP entries, and mapped
- * with mmap: no malloc, and the kernel's zero pages mean entries never
- * touched cost no memory (an entry is ~200 bytes; 65536 of them reserve
- * 13 MB of address space, of which a program with a few sockets touches a
- * few pages). fds at or above the capacity are simply never tracked: the
- * shim degrades to pass-through, never to an error (socket_wrapper makes
- * the same trade with its fixed table).
+ * Design. Call state belongs to a connection, not to a number: dup, dup2,
+ * dup3 and fcntl(F_DUPFD) give a socket a second number, and a program
+ * may send its request through one and read the answer through the other
+ * (ADR-213). So the state lives in records, and a flat map indexed by fd
+ * - the kernel hands numbers out lowest-first, so an array is both the
+ * simplest and the fastest map - holds, per number, the index of its
+ * record or 0. Duplicates map to the same record, which counts the
+ * numbers that map to it and is ended when the last of them goes.
  *
- * Entries are guarded by RX_FD_STRIPES stripe locks (fd modulo the stripe
- * count) instead of a lock per entry, so a forked child can reset every
- * lock in constant time without touching the whole table.
+ * The cost of a call on an untracked fd stays a bounds check, one load
+ * and one branch (rx__fd_get, io.c's fast path). Map and records are
+ * sized once from RLIMIT_NOFILE - the larger of the soft and hard limits,
+ * since a program may raise its soft limit later - capped at RX_FD_CAP
+ * numbers, and mapped with mmap: no malloc, and the kernel's zero pages
+ * mean entries never touched cost no memory (a record is 256 bytes; 65536
+ * of them reserve 16 MB of address space, of which a program with a few
+ * sockets touches a few pages). Every record maps from at least one
+ * number below the capacity, so there are never more records in use than
+ * numbers, and one record per number always suffices. fds at or above the
+ * capacity are simply never tracked: the shim degrades to pass-through,
+ * never to an error (socket_wrapper makes the same trade with its fixed
+ * table).
+ *
+ * Records are guarded by RX_FD_STRIPES stripe locks (record index modulo
+ * the stripe count) instead of a lock per record, so a forked child can
+ * reset every lock in constant time without touching the whole table.
  */
 #include "config.h"
 
@@ -25,7 +35,8 @@
 
 #include "shim.h"
 
-struct rx_fd *rx__fd_table;
+_Atomic uint32_t *rx__fd_map;
+struct rx_fd *rx__fd_pool;
 _Atomic uint32_t rx__fd_capacity;
 
 struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
@@ -34,7 +45,7 @@ int rx__fdtable_init(void)
 {
 	struct rlimit rl;
 	uint64_t want = 1024;
-	size_t bytes;
+	size_t map_bytes, pool_bytes;
 	void *p;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -49,15 +60,129 @@ int rx__fdtable_init(void)
 		want = RX_FD_CAP;
 	if (want < 64)
 		want = 64;
-	bytes = (size_t)want * sizeof(struct rx_fd);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	/* Record 0 is never used: a map entry of 0 means "no record". The
+	 * map goes first, page-aligned; the records follow on a page. */
+	map_bytes = ((size_t)want * sizeof(uint32_t) + 4095) & ~(size_t)4095;
+	pool_bytes = ((size_t)want + 1) * sizeof(struct rx_fd);
+	p = mmap(NULL, map_bytes + pool_bytes, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
-	rx__fd_table = p;
+	rx__fd_map = p;
+	rx__fd_pool = (struct rx_fd *)((char *)p + map_bytes);
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
 			      memory_order_release);
 	return 0;
+}
+
+/* Claim record @i if it is free. */
+static bool claim(uint32_t i)
+{
+	struct rx_fd *e = &rx__fd_pool[i];
+	struct rx_lock *l = rx__fd_lock(e);
+	bool free;
+
+	rx__lock(l);
+	free = atomic_load_explicit(&e->refs, memory_order_relaxed) == 0;
+	if (free)
+		atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+	rx__unlock(l);
+	return free;
+}
+
+struct rx_fd *rx__fd_attach(int fd)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	uint32_t i, n;
+
+	if ((unsigned)fd >= cap ||
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire) != 0)
+		return NULL;
+	/* The record of the same index is free unless a duplicate of a
+	 * socket once on this number outlived it; then the next free one. */
+	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1) {
+		if (!claim(i))
+			continue;
+		atomic_store_explicit(&rx__fd_map[fd], i, memory_order_release);
+		return &rx__fd_pool[i];
+	}
+	return NULL;
+}
+
+bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	struct rx_fd *e;
+	struct rx_lock *l;
+	uint32_t i;
+	bool shared = false;
+
+	if ((unsigned)fd >= cap || (unsigned)newfd >= cap || fd == newfd)
+		return false;
+	i = atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire);
+	if (i == 0)
+		return false;
+	e = &rx__fd_pool[i];
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	/* Still the record of @fd's socket, and @newfd free of state. */
+	if (atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == i &&
+	    atomic_load_explicit(&e->refs, memory_order_relaxed) > 0 &&
+	    atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
+	    atomic_load_explicit(&e->sock_ino, memory_order_relaxed) == ino &&
+	    atomic_load_explicit(&rx__fd_map[newfd], memory_order_relaxed) ==
+		0) {
+		atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+		atomic_store_explicit(&rx__fd_map[newfd], i,
+				      memory_order_release);
+		shared = true;
+	}
+	rx__unlock(l);
+	return shared;
+}
+
+struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	struct rx_fd *e;
+	struct rx_lock *l;
+	uint32_t i;
+
+	*last = false;
+	if ((unsigned)fd >= cap)
+		return NULL;
+	if (only) {
+		i = (uint32_t)(only - rx__fd_pool);
+		if (!atomic_compare_exchange_strong(&rx__fd_map[fd], &i, 0))
+			return NULL;
+	} else {
+		i = atomic_exchange(&rx__fd_map[fd], 0);
+		if (i == 0)
+			return NULL;
+	}
+	e = &rx__fd_pool[i];
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	/* The last number keeps its count of 1 until rx__fd_free: the
+	 * record is not handed out again while its call is being ended. */
+	if (atomic_load_explicit(&e->refs, memory_order_relaxed) > 1)
+		atomic_fetch_sub_explicit(&e->refs, 1, memory_order_relaxed);
+	else
+		*last = true;
+	rx__unlock(l);
+	return e;
+}
+
+void rx__fd_free(struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(e);
+
+	rx__lock(l);
+	atomic_store_explicit(&e->refs, 0, memory_order_relaxed);
+	rx__unlock(l);
 }
 
 void rx__fdtable_lock_all(void)

@@ -74,15 +74,22 @@ ssize_t __send(int fd, const void *buf, size_t len, int flags);
  * a bare interposer (scripts/bench, section preload).
  */
 /* Internal to the library: reached PC-relative, not through the GOT. */
-extern struct rx_fd *rx__fd_table __attribute__((visibility("hidden")));
+extern _Atomic uint32_t *rx__fd_map __attribute__((visibility("hidden")));
+extern struct rx_fd *rx__fd_pool __attribute__((visibility("hidden")));
 extern _Atomic uint32_t rx__fd_capacity __attribute__((visibility("hidden")));
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 
-/* The phase of @fd, which must be below the capacity. */
+/* The phase of @fd, which must be below the capacity: untracked when it
+ * has no record (one load), else its record's (ADR-213). */
 static inline __attribute__((always_inline)) unsigned phase_at(int fd)
 {
-	return atomic_load_explicit(&rx__fd_table[(unsigned)fd].phase,
+	uint32_t i = atomic_load_explicit(&rx__fd_map[(unsigned)fd],
+					  memory_order_relaxed);
+
+	if (LIKELY(i == 0))
+		return RX_FD_UNTRACKED;
+	return atomic_load_explicit(&rx__fd_pool[i].phase,
 				    memory_order_relaxed);
 }
 

@@ -255,19 +255,21 @@ static inline enum rx_sniff_result rx__sniff_feed(struct rx_sniff_http *s,
 bool rx__http_request_start(const struct iovec *iov, int iovcnt);
 
 /* ------------------------------------------------------------------------
- * fdtable.c - per-fd call state.
+ * fdtable.c - per-connection call state, found by fd (ADR-213).
  *
- * A flat array indexed by fd, sized from RLIMIT_NOFILE (capped at
- * RX_FD_CAP) and mapped once at start-up with mmap, so untouched entries
- * cost no memory and nothing goes through malloc. fds at or beyond the
- * capacity are never tracked. Entry fields other than `phase` are guarded
- * by the entry's stripe lock (rx__fd_lock); `phase` is also read without it
- * by the fast path, which is the whole cost of an untracked fd: one bounds
+ * A flat map indexed by fd holds the index of the number's record, or 0;
+ * duplicates of a socket map to one record, which counts them. Map and
+ * records are sized from RLIMIT_NOFILE (capped at RX_FD_CAP) and mapped
+ * once at start-up with mmap, so untouched entries cost no memory and
+ * nothing goes through malloc. fds at or beyond the capacity are never
+ * tracked. Record fields other than `phase` and `refs` are guarded by the
+ * record's stripe lock (rx__fd_lock); `phase` is also read without it by
+ * the fast path, which is the whole cost of an untracked fd: one bounds
  * check, one load, one branch.
  * ---------------------------------------------------------------------- */
 #define RX_FD_CAP 65536	      /* most fds the table covers */
-#define RX_FD_STRIPES 256     /* stripe locks over the table (power of 2) */
-#define RX_FD_ENTRY_BYTES 256 /* bytes per entry (power of 2) */
+#define RX_FD_STRIPES 256     /* stripe locks over the records (power of 2) */
+#define RX_FD_ENTRY_BYTES 256 /* bytes per record (power of 2) */
 
 enum rx_fd_phase {
 	RX_FD_UNTRACKED = 0, /* not ours: everything passes through */
@@ -301,47 +303,51 @@ struct rx_fd {
 	 * later, it checks the number still holds that socket (ADR-190).
 	 * Atomic: read without the stripe lock. */
 	_Atomic uint64_t sock_dev, sock_ino;
+	/* Numbers mapped to this record; 0: free. Changed under the stripe
+	 * lock (fdtable.c). */
+	_Atomic uint32_t refs;
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));
 
-/* An entry fills one power-of-two slot: the fast path of every I/O call
- * finds fd's phase with a shift instead of a multiply (ADR-146), and no two
- * fds share a cache line. Untouched entries cost no memory (mmap). */
+/* A record fills one power-of-two slot: the fast path of every I/O call
+ * finds it with a shift instead of a multiply (ADR-146), and no two
+ * records share a cache line. Untouched records cost no memory (mmap). */
 _Static_assert(sizeof(struct rx_fd) == RX_FD_ENTRY_BYTES,
 	       "struct rx_fd outgrew its slot: raise RX_FD_ENTRY_BYTES");
 
-extern struct rx_fd *rx__fd_table;
+extern _Atomic uint32_t *rx__fd_map; /* per fd: its record's index, or 0 */
+extern struct rx_fd *rx__fd_pool;    /* records 1..capacity (0 unused) */
 extern _Atomic uint32_t rx__fd_capacity; /* 0 until the table exists */
 
 /* rx__fdtable_init - map the table once. Returns 0, or -1 (untracked
  * everything). Not thread-safe: called from the init-once only. */
 int rx__fdtable_init(void);
 
-/* rx__fd_get - the entry of @fd, or NULL when @fd is not covered.
- * Thread-safe, async-signal-safe, O(1). */
+/* rx__fd_get - the record of @fd, or NULL when @fd has none or is not
+ * covered. Thread-safe, async-signal-safe, O(1). */
 static inline struct rx_fd *rx__fd_get(int fd)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	uint32_t i;
 
 	if ((unsigned)fd >= cap)
 		return NULL;
-	return &rx__fd_table[fd];
+	i = atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire);
+	return i ? &rx__fd_pool[i] : NULL;
 }
 
-/* rx__fd_phase - the phase of an entry, without its lock. O(1). */
+/* rx__fd_phase - the phase of a record, without its lock. O(1). */
 static inline enum rx_fd_phase rx__fd_phase(struct rx_fd *e)
 {
 	return (enum rx_fd_phase)atomic_load_explicit(&e->phase,
 						      memory_order_acquire);
 }
 
-/* rx__fd_tracked - does @fd have state (any phase but untracked)? The
- * whole cost of a close/dup2/socket on an untracked fd. O(1). */
+/* rx__fd_tracked - does @fd map to a record? The whole cost of a
+ * close/dup2/socket on an untracked fd. O(1). */
 static inline bool rx__fd_tracked(int fd)
 {
-	struct rx_fd *e = rx__fd_get(fd);
-
-	return e && rx__fd_phase(e) != RX_FD_UNTRACKED;
+	return rx__fd_get(fd) != NULL;
 }
 
 /* The stripe locks, padded so stripes used by different threads do not
@@ -352,12 +358,43 @@ struct rx_fd_stripe {
 } __attribute__((aligned(64)));
 extern struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
 
-/* rx__fd_lock - the stripe lock that guards @fd's entry. Inline: it is
+/* rx__fd_lock - the stripe lock that guards record @e. Inline: it is
  * taken on every tracked operation. O(1). */
-static inline struct rx_lock *rx__fd_lock(int fd)
+static inline struct rx_lock *rx__fd_lock(const struct rx_fd *e)
 {
-	return &rx__fd_stripes[(unsigned)fd & (RX_FD_STRIPES - 1)].lock;
+	return &rx__fd_stripes[(size_t)(e - rx__fd_pool) &
+			       (RX_FD_STRIPES - 1)]
+		    .lock;
 }
+
+/*
+ * rx__fd_attach - give @fd, which has no record, a free one (refs 1,
+ * fields as the last user left them: phase untracked, epoch counting on).
+ * Returns it, or NULL when @fd is not covered or already has a record.
+ * Takes stripe locks, never across libc. Thread-safe; O(1) unless
+ * duplicates of earlier sockets still hold the records of lower numbers.
+ */
+struct rx_fd *rx__fd_attach(int fd);
+
+/*
+ * rx__fd_share - @newfd (which must have no record) is a duplicate of
+ * @fd: map it to @fd's record, if @fd still has one and that record's
+ * socket is @dev/@ino (the caller's fstat of @newfd: a number that changed
+ * hands behind the shim's back shares nothing). Returns whether it did.
+ * Thread-safe, O(1).
+ */
+bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino);
+
+/*
+ * rx__fd_detach - unmap @fd (only from @only, when not NULL) and return
+ * the record it had, or NULL. *@last: @fd was its last number; the caller
+ * then ends the record's call and hands the record back with rx__fd_free
+ * (until then nobody else gets it). Thread-safe, O(1).
+ */
+struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last);
+
+/* rx__fd_free - @e, detached from its last number, is free again. */
+void rx__fd_free(struct rx_fd *e);
 
 /* rx__fdtable_lock_all / rx__fdtable_unlock_all - take or drop every
  * stripe, in index order (fork prepare and parent handlers). O(stripes). */
@@ -521,12 +558,30 @@ void rx__write_end(struct rx_op *op, ssize_t n);
 
 /*
  * rx__fd_forget - @fd is being closed or replaced (close, dup2/dup3 onto
- * it, a new fd returned by socket/accept/dup that still had state): settle
- * an outstanding call as abandoned, release the key, untrack. Must run
- * before the real close, so a concurrent thread that gets the same fd
- * number back never sees the old state. Preserves errno. O(1).
+ * it, a new fd returned by socket/accept that still had state): unmap it;
+ * when it was its socket's last number, settle an outstanding call as
+ * abandoned, release the key, untrack. Must run before the real close, so
+ * a concurrent thread that gets the same fd number back never sees the
+ * old state. Preserves errno. O(1).
  */
 void rx__fd_forget(int fd);
+
+/*
+ * rx__fd_end - the program ended @fd's connection for reading (shutdown
+ * SHUT_RD or SHUT_RDWR): settle an outstanding call as abandoned, release
+ * the key, untrack - for every number of the socket; they stay mapped
+ * until closed. Preserves errno. O(1).
+ */
+void rx__fd_end(int fd);
+
+/*
+ * rx__fd_dup - @newfd was just made a duplicate of @fd (dup, dup2, dup3,
+ * fcntl F_DUPFD[_CLOEXEC] succeeded): drop @newfd's stale state and, when
+ * @fd is tracked, let @newfd share its record (ADR-213), so a request
+ * written through one number and answered through the other is one call.
+ * One fstat when @fd is tracked; otherwise a load. Preserves errno.
+ */
+void rx__fd_dup(int fd, int newfd);
 
 /* ------------------------------------------------------------------------
  * call.c for the other layers (curl.c): keys admitted and settled through

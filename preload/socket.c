@@ -17,14 +17,16 @@
  * hands out free numbers, so such state is stale (the socket was closed
  * through a path we do not see, such as fclose on an fdopen'd socket) and
  * must not be mistaken for the new file. Accepted sockets are inbound and
- * never tracked. A duplicate of a tracked socket is not tracked either
- * (ADR-141): the call stays with the original number, and closing that
- * number while a duplicate lives on abandons the call (no evidence).
+ * never tracked. A duplicate of a tracked socket shares its call state
+ * (ADR-213): a request written through one number and answered through
+ * the other is one call, and only the close of the socket's last number
+ * ends it.
  *
  * Every way of closing a number forgets its state before the real call:
  * close, dup2/dup3 onto it, close_range, closefrom (ADR-142). shutdown
- * with SHUT_RD or SHUT_RDWR ends tracking too: the EOF the program then
- * reads is its own doing, not the upstream's. SHUT_WR is the ordinary
+ * with SHUT_RD or SHUT_RDWR ends tracking of the socket, for all its
+ * numbers: the EOF the program then reads is its own doing, not the
+ * upstream's. SHUT_WR is the ordinary
  * half-close after a request and changes nothing.
  *
  * glibc also exports some of these under reserved names (__connect,
@@ -179,7 +181,7 @@ RX_EXPORT void closefrom(int lowfd)
 RX_EXPORT int shutdown(int fd, int how)
 {
 	if ((how == SHUT_RD || how == SHUT_RDWR) && rx__fd_tracked(fd))
-		rx__fd_forget(fd);
+		rx__fd_end(fd);
 	return rx__real_shutdown(fd, how);
 }
 
@@ -198,19 +200,31 @@ RX_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 	return fresh_fd(rx__real_accept4(fd, RX_SA(addr), len, flags));
 }
 
+/* @newfd (or -1) is a duplicate of @fd: it shares @fd's state, and
+ * whatever stale state the number had is gone. */
+static int duplicate(int fd, int newfd)
+{
+	if (newfd >= 0 && rx__fd_tracked(fd))
+		rx__fd_dup(fd, newfd);
+	else
+		fresh_fd(newfd);
+	return newfd;
+}
+
 RX_EXPORT int dup(int fd)
 {
-	return fresh_fd(rx__real_dup(fd));
+	return duplicate(fd, rx__real_dup(fd));
 }
 
 /* dup2/dup3 close fd2 first (when it differs): forget it like close. */
 RX_EXPORT int dup2(int fd, int fd2)
 {
-	if (fd != fd2 && rx__fd_tracked(fd2))
+	if (fd == fd2)
+		return rx__real_dup2(fd, fd2);
+	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
-	if (fd != fd2)
-		rx__log_fd_lost(fd2);
-	return rx__real_dup2(fd, fd2);
+	rx__log_fd_lost(fd2);
+	return duplicate(fd, rx__real_dup2(fd, fd2));
 }
 
 RX_EXPORT int __dup2(int fd, int fd2)
@@ -220,11 +234,12 @@ RX_EXPORT int __dup2(int fd, int fd2)
 
 RX_EXPORT int dup3(int fd, int fd2, int flags)
 {
-	if (fd != fd2 && rx__fd_tracked(fd2))
+	if (fd == fd2) /* EINVAL */
+		return rx__real_dup3(fd, fd2, flags);
+	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
-	if (fd != fd2)
-		rx__log_fd_lost(fd2);
-	return rx__real_dup3(fd, fd2, flags);
+	rx__log_fd_lost(fd2);
+	return duplicate(fd, rx__real_dup3(fd, fd2, flags));
 }
 
 /*
@@ -266,11 +281,11 @@ static long fcntl_arg(int cmd, va_list ap)
 	}
 }
 
-/* F_DUPFD and F_DUPFD_CLOEXEC hand out a number like dup does. */
-static int fcntl_result(int cmd, int rc)
+/* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does. */
+static int fcntl_result(int fd, int cmd, int rc)
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-		return fresh_fd(rc);
+		return duplicate(fd, rc);
 	return rc;
 }
 
@@ -282,7 +297,7 @@ RX_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(cmd, rx__real_fcntl(fd, cmd, arg));
+	return fcntl_result(fd, cmd, rx__real_fcntl(fd, cmd, arg));
 }
 
 /* glibc's reserved name for the same function: the same wrapper. */
@@ -296,5 +311,5 @@ RX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(cmd, rx__real_fcntl64(fd, cmd, arg));
+	return fcntl_result(fd, cmd, rx__real_fcntl64(fd, cmd, arg));
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # fd_lifecycle.sh - fd numbers closed, reused, duplicated or shut down
-# behind a call's back never misattribute a call (ADR-141, ADR-142).
+# behind a call's back never misattribute a call, and duplicates of a
+# socket share its call (ADR-142, ADR-213).
 #
 # tests/support/fdops runs each scenario and marks its steps on stderr;
 # the shim logs at debug to stderr (or to RESILIX_LOG_FILE), so each step
@@ -11,6 +12,10 @@
 #   dup         F_DUPFD_CLOEXEC/dup and closing the duplicate leave the
 #               call alone; dup2 over a tracked socket abandons its call;
 #               the original then settles at its first byte.
+#   share       a request written through a dup and answered through the
+#               original, or through an F_DUPFD duplicate after the
+#               number it was written on closed, is one call settled at
+#               its first byte; only closing the last number abandons.
 #   closerange  close_range(3, ~0U) abandons the call in flight, closes
 #   closefrom   the shim's log file too (the log degrades to stderr, the
 #               program is unharmed), and a new call on the same number
@@ -67,6 +72,19 @@ rx_assert_eq "dup: dup2 over a tracked socket abandons its call" \
 rx_assert_eq "dup: the original's call" \
 	"key=127.0.0.1:$LAT,verdict=success,at=first-byte," \
 	"$(settles "$RX_TMP/dup.err" request)"
+
+run share "$FDOPS" share "$LAT"
+rx_assert_grep "share: the program's view" 'share ok=1' "$RX_TMP/share.out"
+first="key=127.0.0.1:$LAT,verdict=success,at=first-byte,"
+rx_assert_eq "share: written through a dup, read through the original" \
+	"$first" "$(settles "$RX_TMP/share.err" write-dup-read-original)"
+rx_assert_eq "share: the original closed, the dup goes on" \
+	"$first" "$(settles "$RX_TMP/share.err" original-closed)"
+rx_assert_eq "share: the writing number closed while the answer is awaited" \
+	"$first" "$(settles "$RX_TMP/share.err" closed-in-flight)"
+rx_assert_eq "share: closing the last number abandons" \
+	"key=127.0.0.1:$LAT,verdict=rejected,at=close," \
+	"$(settles "$RX_TMP/share.err" last-number-closed)"
 
 for mode in closerange closefrom; do
 	log=$RX_TMP/$mode.shimlog

@@ -10,6 +10,13 @@
  *   dup A          F_DUPFD_CLOEXEC and dup of a tracked socket, closed
  *                  again; dup2 of a file over a second tracked socket;
  *                  then a request on the first: answered.
+ *   share A        duplicates share the call (ADR-213): a request written
+ *                  through a dup and read through the original; the
+ *                  original closed and the next request made on the dup
+ *                  alone; a request written on one number, that number
+ *                  closed while the answer is awaited, the answer read
+ *                  through an F_DUPFD duplicate; finally a dup2'd number
+ *                  whose request is abandoned by closing its last number.
  *   closerange A   a request in flight, then close_range(3, ~0U, 0) (the
  *                  shim's log file included); a new socket on the same
  *                  number calls A again: answered.
@@ -122,6 +129,32 @@ int main(int argc, char **argv)
 		printf("dup status=%d\n", s);
 		close(fd);
 		return s == 200 ? 0 : 1;
+	}
+	if (strcmp(argv[1], "share") == 0) {
+		int ok = 1;
+
+		step("write-dup-read-original");
+		fd = dial(a);
+		d = dup(fd);
+		request(d);
+		ok &= status(fd) == 200;
+		step("original-closed");
+		close(fd);
+		request(d);
+		ok &= status(d) == 200;
+		step("closed-in-flight");
+		request(d);
+		fd2 = fcntl(d, F_DUPFD_CLOEXEC, 40);
+		close(d);
+		ok &= fd2 >= 40 && status(fd2) == 200;
+		step("last-number-closed");
+		if (dup2(fd2, 50) != 50)
+			return 1;
+		close(fd2);
+		request(50);
+		close(50);
+		printf("share ok=%d\n", ok);
+		return ok ? 0 : 1;
 	}
 	if (strcmp(argv[1], "closerange") == 0 ||
 	    strcmp(argv[1], "closefrom") == 0) {
