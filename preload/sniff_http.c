@@ -148,6 +148,19 @@ enum rx_sniff_result rx__sniff_feed_slow(struct rx_sniff_http *s,
  * start: a request line written in pieces. Reads at most 24 bytes, from
  * the first iovec entries; called only for a tracked fd. O(1).
  */
+/* "GET " and "POST" as the 32-bit words memcpy reads from the bytes. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORD4(a, b, c, d)                                                      \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 |            \
+	 (uint32_t)(d) << 24)
+#else
+#define WORD4(a, b, c, d)                                                      \
+	((uint32_t)(d) | (uint32_t)(c) << 8 | (uint32_t)(b) << 16 |            \
+	 (uint32_t)(a) << 24)
+#endif
+#define GET_SP WORD4('G', 'E', 'T', ' ')
+#define POST WORD4('P', 'O', 'S', 'T')
+
 bool rx__http_request_start(const struct iovec *iov, int iovcnt)
 {
 	unsigned char buf[24];
@@ -172,6 +185,16 @@ bool rx__http_request_start(const struct iovec *iov, int iovcnt)
 				memcpy(buf + n, iov[i].iov_base, take);
 			n += take;
 		}
+	}
+	/* The usual request, "GET /" or "POST /", decided with two loads
+	 * and compares; the loop below would decide the same (ADR-214). */
+	if (n >= 6) {
+		uint32_t w4;
+
+		memcpy(&w4, b, 4);
+		if ((w4 == GET_SP && b[4] == '/') ||
+		    (w4 == POST && b[4] == ' ' && b[5] == '/'))
+			return true;
 	}
 	while (m < n && m < 20 &&
 	       ((b[m] >= 'A' && b[m] <= 'Z') ||
