@@ -3,7 +3,8 @@
 # with a fork in the middle (the child runs its own threads and both
 # finish), posix_spawn from a busy thread, and a 1 ms SIGALRM handler that
 # re-enters the shim (a pipe write, getsockopt on a guarded socket) while
-# the interrupted thread may be inside it (ADR-146). Every response must
+# the interrupted thread may be inside it (ADR-146), and duplicates of the
+# connections carrying requests (ADR-213). Every response must
 # be a 200; a deadlock shows up as the timeout.
 . "$(dirname "$0")/lib.sh"
 rx_require_build

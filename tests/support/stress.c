@@ -5,7 +5,9 @@
  * Usage: stress PORT THREADS REQUESTS [child-inline]
  * THREADS threads each send REQUESTS keep-alive requests to
  * 127.0.0.1:PORT (a new connection every 100), reading each response whole
- * (Content-Length). When half of all requests are done, the main thread
+ * (Content-Length); now and then a dup replaces the connection's number,
+ * or an F_DUPFD duplicate carries one request (ADR-213). When half of all
+ * requests are done, the main thread
  * forks: the child runs 2 threads of REQUESTS/10 requests and exits; the
  * parent carries on and reaps it. With child-inline the child runs its
  * requests on its only thread instead (ThreadSanitizer cannot start
@@ -130,7 +132,31 @@ static void *worker(void *arg)
 			if (id == 0)
 				atomic_store(&sig_fd, fd);
 		}
-		if (request(fd) == 200)
+		/* Duplicates share the call state (ADR-213): now and then a
+		 * duplicate replaces the number, or carries one request. */
+		if (i % 7 == 3) {
+			int d = dup(fd);
+
+			if (d >= 0) {
+				if (id == 0)
+					atomic_store(&sig_fd, d);
+				close(fd);
+				fd = d;
+			}
+		}
+		if (i % 11 == 5) {
+			int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+			int s = d >= 0 ? request(d) : -1;
+
+			if (d >= 0)
+				close(d);
+			if (s == 200)
+				atomic_fetch_add(&ok, 1);
+			else {
+				close(fd);
+				fd = -1;
+			}
+		} else if (request(fd) == 200)
 			atomic_fetch_add(&ok, 1);
 		else {
 			close(fd);
