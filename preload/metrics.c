@@ -421,69 +421,180 @@ static void family(struct out *o, const char *name, const char *type,
 	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* The limiter's families, for the keys where a limiter runs. */
-static void format_limiter(struct out *o, uint32_t n)
+/*
+ * The families with one sample per key, "NAME{key="K"} VALUE": each
+ * formats its value from a key's snapshot into @v. Tables, so that a
+ * family is one line here and the writing loop exists once.
+ */
+typedef void value_fn(const struct snap *s, char *v, size_t size);
+
+struct per_key_family {
+	const char *name, *type, *help;
+	value_fn *value;
+};
+
+static void u32(char *v, size_t size, uint32_t x)
 {
-	static const struct {
-		const char *name, *type, *help;
-	} fam[] = {
-	    {"resilix_limiter_limit", "gauge",
-	     "Adaptive concurrency limit of the key now."},
-	    {"resilix_limiter_in_flight_calls", "gauge",
-	     "Calls the limiter counts in flight."},
-	    {"resilix_limiter_queued_calls", "gauge",
-	     "Blocking callers waiting for a place."},
-	    {"resilix_limiter_latency_p90_seconds", "gauge",
-	     "The limiter's latency signal: the last closed window's "
-	     "quantile (0 before the first window)."},
-	    {"resilix_limiter_rtt_noload_seconds", "gauge",
-	     "The baseline latency the limiter compares with."},
-	    {"resilix_limiter_drops_total", "counter",
-	     "Overload and timeout verdicts the limiter saw."},
-	};
+	snprintf(v, size, "%u", x);
+}
+
+static void u64(char *v, size_t size, uint64_t x)
+{
+	snprintf(v, size, "%llu", (unsigned long long)x);
+}
+
+static void v_transitions(const struct snap *s, char *v, size_t size)
+{
+	u64(v, size, s->breaker.transitions);
+}
+
+static void v_open_remaining(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, (double)s->breaker.open_remaining_ms / 1e3);
+}
+
+static void v_failure_ratio(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, s->breaker.failure_rate);
+}
+
+static void v_slow_ratio(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, s->breaker.slow_call_rate);
+}
+
+static void v_window_calls(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->breaker.window_count);
+}
+
+static void v_window_age(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, (double)s->breaker.effective_max_age_ms / 1e3);
+}
+
+static void v_starved(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->breaker.starved ? 1 : 0);
+}
+
+static void v_consecutive(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->breaker.consecutive_failures);
+}
+
+static void v_slow_calls(const struct snap *s, char *v, size_t size)
+{
+	u64(v, size, s->counters.slow);
+}
+
+static void v_in_flight(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->in_flight);
+}
+
+static void v_limit(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->limiter.limit);
+}
+
+static void v_limiter_in_flight(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->limiter.in_flight);
+}
+
+static void v_queued(const struct snap *s, char *v, size_t size)
+{
+	u32(v, size, s->limiter.queued);
+}
+
+static void v_p90(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, (double)s->limiter.p90_us / 1e6);
+}
+
+static void v_rtt_noload(const struct snap *s, char *v, size_t size)
+{
+	num(v, size, (double)s->limiter.rtt_noload_us / 1e6);
+}
+
+static void v_drops(const struct snap *s, char *v, size_t size)
+{
+	u64(v, size, s->limiter.drops);
+}
+
+static const struct per_key_family breaker_families[] = {
+    {"resilix_breaker_transitions_total", "counter",
+     "Circuit breaker state changes.", v_transitions},
+    {"resilix_breaker_open_remaining_seconds", "gauge",
+     "Time left before an open breaker admits a probe.", v_open_remaining},
+    {"resilix_failure_ratio", "gauge",
+     "Failed calls over calls in the breaker's window (0 when empty).",
+     v_failure_ratio},
+    {"resilix_slow_call_ratio", "gauge",
+     "Slow calls over calls in the breaker's window (0 when empty or "
+     "without RESILIX_SLOW_CALL_MS).",
+     v_slow_ratio},
+    {"resilix_window_calls", "gauge", "Calls in the breaker's window now.",
+     v_window_calls},
+    {"resilix_window_max_age_seconds", "gauge",
+     "Effective age bound of the window (after starvation widening; 0 = "
+     "none).",
+     v_window_age},
+    {"resilix_window_starved", "gauge",
+     "1 when the age bound keeps the window below RESILIX_MIN_CALLS.",
+     v_starved},
+    {"resilix_consecutive_failures", "gauge",
+     "Failures in a row (the backstop's count).", v_consecutive},
+};
+
+static const struct per_key_family call_families[] = {
+    {"resilix_slow_calls_total", "counter",
+     "Settled calls at or above RESILIX_SLOW_CALL_MS.", v_slow_calls},
+    {"resilix_calls_in_flight", "gauge", "Admitted calls not settled yet.",
+     v_in_flight},
+};
+
+/* For the keys where a limiter runs. */
+static const struct per_key_family limiter_families[] = {
+    {"resilix_limiter_limit", "gauge",
+     "Adaptive concurrency limit of the key now.", v_limit},
+    {"resilix_limiter_in_flight_calls", "gauge",
+     "Calls the limiter counts in flight.", v_limiter_in_flight},
+    {"resilix_limiter_queued_calls", "gauge",
+     "Blocking callers waiting for a place.", v_queued},
+    {"resilix_limiter_latency_p90_seconds", "gauge",
+     "The limiter's latency signal: the last closed window's quantile (0 "
+     "before the first window).",
+     v_p90},
+    {"resilix_limiter_rtt_noload_seconds", "gauge",
+     "The baseline latency the limiter compares with.", v_rtt_noload},
+    {"resilix_limiter_drops_total", "counter",
+     "Overload and timeout verdicts the limiter saw.", v_drops},
+};
+
+/* Write @count families of @fam for the first @n keys (with
+ * @limiter_only, the keys where a limiter runs). */
+static void per_key(struct out *o, const struct per_key_family *fam,
+		    size_t count, uint32_t n, bool limiter_only)
+{
 	char k[2 * RX_KEY_MAX + 1], v[40];
 	uint32_t i;
 	size_t f;
-	bool any = false;
 
-	for (i = 0; i < n; i++)
-		any |= snaps[i].limiter_on;
-	if (!any)
-		return;
-	for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+	for (f = 0; f < count; f++) {
 		family(o, fam[f].name, fam[f].type, fam[f].help);
 		for (i = 0; i < n; i++) {
-			const struct rx_limiter_stats *st = &snaps[i].limiter;
-
-			if (!snaps[i].limiter_on)
+			if (limiter_only && !snaps[i].limiter_on)
 				continue;
-			switch (f) {
-			case 0:
-				snprintf(v, sizeof(v), "%u", st->limit);
-				break;
-			case 1:
-				snprintf(v, sizeof(v), "%u", st->in_flight);
-				break;
-			case 2:
-				snprintf(v, sizeof(v), "%u", st->queued);
-				break;
-			case 3:
-				num(v, sizeof(v), (double)st->p90_us / 1e6);
-				break;
-			case 4:
-				num(v, sizeof(v),
-				    (double)st->rtt_noload_us / 1e6);
-				break;
-			default:
-				snprintf(v, sizeof(v), "%llu",
-					 (unsigned long long)st->drops);
-				break;
-			}
+			fam[f].value(&snaps[i], v, sizeof(v));
 			put(o, "%s{key=\"%s\"} %s\n", fam[f].name,
 			    escape(k, snaps[i].key), v);
 		}
 	}
 }
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		       uint64_t overflows)
@@ -504,67 +615,8 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 				    escape(k, snaps[i].key),
 				    rx_breaker_state_name(j),
 				    snaps[i].breaker.state == j);
-		family(o, "resilix_breaker_transitions_total", "counter",
-		       "Circuit breaker state changes.");
-		for (i = 0; i < n; i++)
-			put(o,
-			    "resilix_breaker_transitions_total{key=\"%s\"} "
-			    "%llu\n",
-			    escape(k, snaps[i].key),
-			    (unsigned long long)snaps[i].breaker.transitions);
-		family(o, "resilix_breaker_open_remaining_seconds", "gauge",
-		       "Time left before an open breaker admits a probe.");
-		for (i = 0; i < n; i++)
-			put(o,
-			    "resilix_breaker_open_remaining_seconds{key=\"%s\"}"
-			    " %s\n",
-			    escape(k, snaps[i].key),
-			    num(v, sizeof(v),
-				(double)snaps[i].breaker.open_remaining_ms /
-				    1e3));
-		family(o, "resilix_failure_ratio", "gauge",
-		       "Failed calls over calls in the breaker's window "
-		       "(0 when empty).");
-		for (i = 0; i < n; i++)
-			put(o, "resilix_failure_ratio{key=\"%s\"} %s\n",
-			    escape(k, snaps[i].key),
-			    num(v, sizeof(v), snaps[i].breaker.failure_rate));
-		family(o, "resilix_slow_call_ratio", "gauge",
-		       "Slow calls over calls in the breaker's window "
-		       "(0 when empty or without RESILIX_SLOW_CALL_MS).");
-		for (i = 0; i < n; i++)
-			put(o, "resilix_slow_call_ratio{key=\"%s\"} %s\n",
-			    escape(k, snaps[i].key),
-			    num(v, sizeof(v), snaps[i].breaker.slow_call_rate));
-		family(o, "resilix_window_calls", "gauge",
-		       "Calls in the breaker's window now.");
-		for (i = 0; i < n; i++)
-			put(o, "resilix_window_calls{key=\"%s\"} %u\n",
-			    escape(k, snaps[i].key),
-			    snaps[i].breaker.window_count);
-		family(o, "resilix_window_max_age_seconds", "gauge",
-		       "Effective age bound of the window (after starvation "
-		       "widening; 0 = none).");
-		for (i = 0; i < n; i++)
-			put(o,
-			    "resilix_window_max_age_seconds{key=\"%s\"} %s\n",
-			    escape(k, snaps[i].key),
-			    num(v, sizeof(v),
-				(double)snaps[i].breaker.effective_max_age_ms /
-				    1e3));
-		family(o, "resilix_window_starved", "gauge",
-		       "1 when the age bound keeps the window below "
-		       "RESILIX_MIN_CALLS.");
-		for (i = 0; i < n; i++)
-			put(o, "resilix_window_starved{key=\"%s\"} %d\n",
-			    escape(k, snaps[i].key),
-			    snaps[i].breaker.starved ? 1 : 0);
-		family(o, "resilix_consecutive_failures", "gauge",
-		       "Failures in a row (the backstop's count).");
-		for (i = 0; i < n; i++)
-			put(o, "resilix_consecutive_failures{key=\"%s\"} %u\n",
-			    escape(k, snaps[i].key),
-			    snaps[i].breaker.consecutive_failures);
+		per_key(o, breaker_families, COUNT(breaker_families), n,
+			false);
 	}
 	family(o, "resilix_calls_total", "counter",
 	       "Admitted calls, by verdict (rejected: released without "
@@ -586,17 +638,7 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 			    "%llu\n",
 			    escape(k, snaps[i].key), rx_reason_name(j),
 			    (unsigned long long)snaps[i].counters.refused[j]);
-	family(o, "resilix_slow_calls_total", "counter",
-	       "Settled calls at or above RESILIX_SLOW_CALL_MS.");
-	for (i = 0; i < n; i++)
-		put(o, "resilix_slow_calls_total{key=\"%s\"} %llu\n",
-		    escape(k, snaps[i].key),
-		    (unsigned long long)snaps[i].counters.slow);
-	family(o, "resilix_calls_in_flight", "gauge",
-	       "Admitted calls not settled yet.");
-	for (i = 0; i < n; i++)
-		put(o, "resilix_calls_in_flight{key=\"%s\"} %u\n",
-		    escape(k, snaps[i].key), snaps[i].in_flight);
+	per_key(o, call_families, COUNT(call_families), n, false);
 	family(o, "resilix_call_latency_seconds", "summary",
 	       "Time to first byte of settled calls; quantiles over the "
 	       "calls since the previous write (NaN: none).");
@@ -613,7 +655,10 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		put(o, "resilix_call_latency_seconds_count{key=\"%s\"} %llu\n",
 		    k, (unsigned long long)snaps[i].count);
 	}
-	format_limiter(o, n);
+	for (i = 0; i < n && !snaps[i].limiter_on; i++)
+		;
+	if (i < n) /* some key runs a limiter */
+		per_key(o, limiter_families, COUNT(limiter_families), n, true);
 	family(o, "resilix_registry_keys", "gauge",
 	       "Keys (destinations) the registry holds.");
 	put(o, "resilix_registry_keys %u\n", keys);
