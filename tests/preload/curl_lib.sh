@@ -54,24 +54,14 @@ rx_libcurl_tools_usable() {
 # rx_pyup_start NAME [pyupstream options...]: start pyupstream.py on an
 # ephemeral port, log in $RX_TMP/up.NAME.log; sets RX_PORT.
 rx_pyup_start() {
-	local name=$1 i pid
+	local name=$1
 	shift
 	rm -f "$RX_TMP/up.$name.port"
 	: >"$RX_TMP/up.$name.log"
 	timeout -k 2 60 python3 "$PYUP" --port-file "$RX_TMP/up.$name.port" \
 		--log "$RX_TMP/up.$name.log" --max-seconds 50 "$@" \
 		>"$RX_TMP/up.$name.out" 2>"$RX_TMP/up.$name.err" &
-	pid=$!
-	RX_PIDS="$RX_PIDS $pid"
-	echo "$pid" >"$RX_TMP/up.$name.pid"
-	for i in $(seq 1 200); do
-		[ -s "$RX_TMP/up.$name.port" ] && break
-		kill -0 "$pid" 2>/dev/null ||
-			rx_fail "pyupstream $name did not start: $(cat "$RX_TMP/up.$name.err")"
-		sleep 0.05
-	done
-	[ -s "$RX_TMP/up.$name.port" ] || rx_fail "pyupstream $name: no port"
-	RX_PORT=$(cat "$RX_TMP/up.$name.port")
+	rx_await_port "$name" $! pyupstream
 	rx_dump_on_fail "$RX_TMP/up.$name.log" "$RX_TMP/up.$name.err"
 }
 

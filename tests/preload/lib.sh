@@ -130,7 +130,7 @@ rx_now_ms() {
 # clock started, +- a few ms). Its files are $RX_TMP/up.NAME.{log,conn,
 # port,out,err}; rx_uplog NAME prints the request log's path.
 rx_upstream_start() {
-	local name=$1 i pid
+	local name=$1
 	shift
 	rm -f "$RX_TMP/up.$name.port" "$RX_TMP/up.$name.log" "$RX_TMP/up.$name.conn"
 	: >"$RX_TMP/up.$name.log"
@@ -141,20 +141,28 @@ rx_upstream_start() {
 		--port-file "$RX_TMP/up.$name.port" --log "$RX_TMP/up.$name.log" \
 		--conn-log "$RX_TMP/up.$name.conn" "$@" \
 		>"$RX_TMP/up.$name.out" 2>"$RX_TMP/up.$name.err" &
-	pid=$!
-	RX_PIDS="$RX_PIDS $pid"
-	echo "$pid" >"$RX_TMP/up.$name.pid"
-	for i in $(seq 1 100); do
-		[ -s "$RX_TMP/up.$name.port" ] && break
-		kill -0 "$pid" 2>/dev/null ||
-			rx_fail "upstream $name did not start: $(cat "$RX_TMP/up.$name.err")"
-		sleep 0.05
-	done
-	[ -s "$RX_TMP/up.$name.port" ] || rx_fail "upstream $name: no port after 5 s"
-	RX_PORT=$(cat "$RX_TMP/up.$name.port")
+	rx_await_port "$name" $! upstream
 	RX_UP_T0=$before
 	echo "$before" >"$RX_TMP/up.$name.t0"
 	rx_dump_on_fail "$RX_TMP/up.$name.log" "$RX_TMP/up.$name.err"
+}
+
+# rx_await_port NAME PID WHAT: upstream NAME, started in the background
+# as PID, writes its port to $RX_TMP/up.NAME.port; wait for it (10 s at
+# most), fail naming WHAT when the process dies or never says, and set
+# RX_PORT. The process is killed at exit.
+rx_await_port() {
+	local name=$1 pid=$2 what=$3 i
+	RX_PIDS="$RX_PIDS $pid"
+	echo "$pid" >"$RX_TMP/up.$name.pid"
+	for i in $(seq 1 200); do
+		[ -s "$RX_TMP/up.$name.port" ] && break
+		kill -0 "$pid" 2>/dev/null ||
+			rx_fail "$what $name did not start: $(cat "$RX_TMP/up.$name.err")"
+		sleep 0.05
+	done
+	[ -s "$RX_TMP/up.$name.port" ] || rx_fail "$what $name: no port after 10 s"
+	RX_PORT=$(cat "$RX_TMP/up.$name.port")
 }
 
 rx_uplog() {
