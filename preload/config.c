@@ -302,6 +302,33 @@ static void quote(char *dst, size_t size, const char *v)
 	dst[i] = '\0';
 }
 
+/*
+ * Every finding goes out through here: a value, a pattern or a variable
+ * name from the environment may hold control characters (a newline, a
+ * terminal escape), and a finding must stay one printable line. They
+ * become '?'.
+ */
+static void emit(rx_config_report_fn report, void *arg,
+		 enum rx_config_diag kind, const char *name, const char *msg)
+{
+	char clean[512], cname[80];
+	size_t i;
+
+	if (!report)
+		return;
+	for (i = 0; msg[i] && i + 1 < sizeof(clean); i++)
+		clean[i] = ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
+			       ? '?'
+			       : msg[i];
+	clean[i] = '\0';
+	for (i = 0; name[i] && i + 1 < sizeof(cname); i++)
+		cname[i] = ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			       ? '?'
+			       : name[i];
+	cname[i] = '\0';
+	report(arg, kind, cname, clean);
+}
+
 static void report_invalid(rx_config_report_fn report, void *arg,
 			   const struct var *var, const char *value)
 {
@@ -312,7 +339,7 @@ static void report_invalid(rx_config_report_fn report, void *arg,
 	quote(q, sizeof(q), value);
 	snprintf(msg, sizeof(msg), "%s=\"%s\" is not valid (accepted: %s)",
 		 var->name, q, var->accepted);
-	report(arg, RX_CONFIG_ERROR, var->name, msg);
+	emit(report, arg, RX_CONFIG_ERROR, var->name, msg);
 }
 
 static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
@@ -408,7 +435,7 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 				 var->field == F_FAILURE_RATE
 				     ? "failure-rate"
 				     : "slow-call-rate");
-			report(arg, RX_CONFIG_NOTICE, var->name, msg);
+			emit(report, arg, RX_CONFIG_NOTICE, var->name, msg);
 		}
 		return true;
 	case K_LEVEL:
@@ -438,13 +465,13 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 			snprintf(msg, sizeof(msg),
 				 "%s=\"%s\" is not valid: %s (accepted: %s)",
 				 var->name, q, why, var->accepted);
-			report(arg, RX_CONFIG_ERROR, var->name, msg);
+			emit(report, arg, RX_CONFIG_ERROR, var->name, msg);
 		}
 		return false;
 	}
 	case K_KEY:
-		if (strcmp(value, "ip") == 0 || strcmp(value, "host") == 0) {
-			cfg->key_host = value[0] == 'h';
+		if (ascii_ieq(value, "ip") || ascii_ieq(value, "host")) {
+			cfg->key_host = value[0] == 'h' || value[0] == 'H';
 			return true;
 		}
 		break;
@@ -459,23 +486,32 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 			return true;
 		}
 		break;
-	case K_LIMITER:
-		if (strcmp(value, "off") == 0) {
+	case K_LIMITER: {
+		static const char *const algorithms[] = {"vegas", "gradient2",
+							 "aimd"};
+
+		if (ascii_ieq(value, "off")) {
 			cfg->guard.limiter_on = false;
 			return true;
 		}
-		if (rx_limiter_algorithm_parse(
-			value, &cfg->guard.limiter.algorithm) == RX_OK) {
-			cfg->guard.limiter_on = true;
-			return true;
+		for (i = 0; i < sizeof(algorithms) / sizeof(algorithms[0]);
+		     i++) {
+			if (ascii_ieq(value, algorithms[i]) &&
+			    rx_limiter_algorithm_parse(
+				algorithms[i],
+				&cfg->guard.limiter.algorithm) == RX_OK) {
+				cfg->guard.limiter_on = true;
+				return true;
+			}
 		}
 		break;
+	}
 	case K_CURL_KEY: {
 		static const char *const modes[] = {"host", "endpoint",
 						    "origin"};
 
 		for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-			if (strcmp(value, modes[i]) == 0) {
+			if (ascii_ieq(value, modes[i])) {
 				cfg->curl_key = (enum rx_curl_key)i;
 				return true;
 			}
@@ -528,7 +564,7 @@ static void report_stray(const char *entry, rx_config_report_fn report,
 		snprintf(msg, sizeof(msg),
 			 "%s is not a resilix variable; ignored (a typo?)",
 			 name);
-	report(arg, RX_CONFIG_WARNING, name, msg);
+	emit(report, arg, RX_CONFIG_WARNING, name, msg);
 }
 
 /* Report a finding about several variables together. */
@@ -536,7 +572,7 @@ static void report_combined(rx_config_report_fn report, void *arg,
 			    const char *msg)
 {
 	if (report)
-		report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
+		emit(report, arg, RX_CONFIG_ERROR, "RESILIX", msg);
 }
 
 /*
@@ -632,7 +668,7 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			snprintf(msg, sizeof(msg),
 				 "the configuration is not valid: %s",
 				 why ? why : "(no reason given)");
-			report(arg, RX_CONFIG_ERROR, "RESILIX", msg);
+			emit(report, arg, RX_CONFIG_ERROR, "RESILIX", msg);
 		}
 		return 1;
 	}

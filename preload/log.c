@@ -128,12 +128,21 @@ static int line_fd(void)
 /* Write all of @len bytes with as few real writes as the kernel allows
  * (one, for a line on a regular file or a pipe). A line that finds the
  * non-blocking log pipe full is dropped and counted (ADR-203). */
-static void write_line(int fd, const char *buf, size_t len)
+/*
+ * Write one line: @buf[0..@len) ends in its only newline. Anything else
+ * that is a control character (from a key, a path or a value the line
+ * quotes) becomes '?', so a line stays one printable line.
+ */
+static void write_line(int fd, char *buf, size_t len)
 {
 	int tries = 0;
+	size_t i;
 
 	if (fd < 0)
 		return;
+	for (i = 0; i + 1 < len; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
 	while (len > 0 && tries++ < 8) {
 		ssize_t n = rx__real_write(fd, buf, len);
 

@@ -105,8 +105,24 @@ rx_assert_le "control: 500s that reached the upstream (guarded)" \
 	$(($(rx_count bad) - before)) 4
 rx_assert_ge "control: calls refused" "$(grep -c ' ECONNREFUSED 0$' "$out")" 6
 
-# RESILIX_LOG in any case is the level (ADR-206): INFO used to be invalid,
-# which disabled resilix altogether.
+# Control characters in a value (a newline, a terminal escape) never
+# break the one line, nor reach the terminal: they are shown as '?'.
+err=$RX_TMP/ctl.err
+rx_shim RESILIX_INCLUDE=$'10.0.0.0/8,\e[31mbad\nX' "$CLIENT" --port "$GOOD" \
+	--requests 1 >/dev/null 2>"$err" || rx_fail "control characters: exit status $?"
+rx_assert_eq "control characters: one line" 1 "$(wc -l <"$err" | tr -d ' ')"
+rx_assert_grep "control characters: shown as ?" '"10.0.0.0/8,.\[31mbad.X"' "$err"
+rx_assert_eq "control characters: no escape byte" 0 "$(grep -c $'\e' "$err")"
+
+# Names in any case (ADR-206): RESILIX_LOG=INFO used to be invalid,
+# which disabled resilix altogether; so did RESILIX_LIMITER=VEGAS.
+for c in RESILIX_LIMITER=VEGAS RESILIX_LIMITER=Off RESILIX_KEY=IP; do
+	err=$RX_TMP/name-case.err
+	rx_shim "${valid[@]}" "$c" "$CLIENT" --port "$BAD" --requests 10 \
+		>/dev/null 2>"$err" || rx_fail "$c: exit status $?"
+	rx_assert_eq "$c: accepted, nothing printed" 0 "$(wc -l <"$err" | tr -d ' ')"
+done
+
 for lv in INFO Info; do
 	err=$RX_TMP/case$lv.err
 	rx_shim "${valid[@]}" RESILIX_LOG=$lv "$CLIENT" --port "$BAD" \
