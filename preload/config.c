@@ -127,7 +127,7 @@ static const struct var vars[] = {
      "integer milliseconds 1..3600000; unset = no deadline"},
     /* Telemetry (metrics.c; ADR-160, ADR-161). */
     {"RESILIX_METRICS_FILE", F_METRICS_FILE, K_PATH, 0, 0,
-     "a file path; %p is replaced by the process id"},
+     "a file path ending in .prom; %p is replaced by the process id"},
     {"RESILIX_METRICS_INTERVAL_MS", F_METRICS_INTERVAL_MS, K_UINT, 0,
      86400000, "integer milliseconds 0..86400000, 0 = at every settlement"},
     /* The adaptive concurrency limiter (limiter.h ranges; ADR-137). */
@@ -476,6 +476,12 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		}
 		break;
 	case K_PATH:
+		/* The metrics file is replaced at every write: a name that is
+		 * not a metrics file's is a slip of the hand (ADR-215). */
+		if (var->field == F_METRICS_FILE &&
+		    (strlen(value) < 6 ||
+		     strcmp(value + strlen(value) - 5, ".prom") != 0))
+			break;
 		if (value[0] != '\0') {
 			if (var->field == F_METRICS_FILE)
 				cfg->metrics_file = value;

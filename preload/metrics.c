@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -672,6 +673,41 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 	    (unsigned long long)overflows);
 }
 
+/*
+ * Is the file at path someone else's (ADR-215)? The rename of a write
+ * replaces whatever has the name - a device node, a FIFO, a symbolic
+ * link, another program's file - so the writer replaces only a file of
+ * its own: missing, or a regular file that is empty or starts as every
+ * file it writes does. Reads at most 16 bytes, without blocking or
+ * following a link. NULL when the file may be replaced, else why not.
+ */
+static const char *foreign(void)
+{
+	static const char head[] = "# HELP resilix_";
+	char got[sizeof(head) - 1];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (lstat(path, &st) != 0)
+		return NULL; /* missing: the rename creates it */
+	if (S_ISLNK(st.st_mode))
+		return "is a symbolic link";
+	if (!S_ISREG(st.st_mode))
+		return "is not a regular file";
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return NULL; /* gone meanwhile, or unreadable: rename decides */
+	do
+		n = rx__real_read(fd, got, sizeof(got));
+	while (n < 0 && errno == EINTR);
+	rx__real_close(fd);
+	if (n > 0 && memcmp(got, head, (size_t)n) != 0)
+		return "is not a resilix metrics file (it does not start with "
+		       "'# HELP resilix_')";
+	return NULL;
+}
+
 /* Copy, format, write, rename. Caller holds the writer try-lock. */
 static void write_file(uint64_t now)
 {
@@ -690,6 +726,16 @@ static void write_file(uint64_t now)
 	for (i = 0; i < c.n; i++)
 		copy_guard(&snaps[i], now);
 
+	what = foreign();
+	if (what) {
+		if (!atomic_exchange(&warned, true))
+			rx__log(RX_LOG_WARN,
+				"event=metrics-write-refused file=\"%.200s\" "
+				"msg=\"the file %s; resilix replaces only its "
+				"own metrics files\"",
+				path, what);
+		return;
+	}
 	o.fd =
 	    open(tmp_path,
 		 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);

@@ -1,0 +1,60 @@
+#!/bin/bash
+# metrics_file_safety.sh - RESILIX_METRICS_FILE replaces only a metrics
+# file of its own (ADR-215). A name that does not end in .prom is a
+# configuration error (one line, everything passes through); a regular
+# file with other contents, a FIFO and a symbolic link in the file's place
+# are left exactly as they were, with one warning, and guarding goes on;
+# the shim's own earlier file is replaced as usual.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+rx_upstream_start up --phases 0:status:500
+guard=(RESILIX_CONSECUTIVE_BACKSTOP=2 RESILIX_OPEN_MS=30000
+	RESILIX_METRICS_INTERVAL_MS=0)
+out=$RX_TMP/out err=$RX_TMP/err
+rx_dump_on_fail "$out" "$err"
+
+# A name that is not a metrics file's: the file is untouched and
+# resilix is off (all 6 calls reach the upstream).
+echo "precious data" >"$RX_TMP/notes.txt"
+before=$(rx_count up)
+rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/notes.txt" "$CLIENT" \
+	--port "$RX_PORT" --requests 6 >"$out" 2>"$err" || rx_fail "exit status $?"
+rx_assert_eq "not .prom: one line" 1 "$(wc -l <"$err" | tr -d ' ')"
+rx_assert_grep "not .prom: the line says what is accepted" \
+	'RESILIX_METRICS_FILE=.*ending in .prom' "$err"
+rx_assert_eq "not .prom: the file is untouched" "precious data" \
+	"$(cat "$RX_TMP/notes.txt")"
+rx_assert_eq "not .prom: every call passed through" 6 $(($(rx_count up) - before))
+
+# Something else in the file's place: left alone, one warning each,
+# and the breaker still trips after 2 calls.
+echo "precious data" >"$RX_TMP/other.prom"
+mkfifo "$RX_TMP/fifo.prom"
+ln -s "$RX_TMP/target" "$RX_TMP/link.prom"
+for f in other fifo link; do
+	before=$(rx_count up)
+	rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/$f.prom" "$CLIENT" \
+		--port "$RX_PORT" --requests 6 >"$out" 2>"$err" ||
+		rx_fail "$f: exit status $?"
+	rx_assert_eq "$f: one warning" 1 \
+		"$(grep -c 'event=metrics-write-refused' "$err")"
+	rx_assert_eq "$f: guarding went on (2 calls, then open)" 2 \
+		$(($(rx_count up) - before))
+	rx_assert_eq "$f: no temporary file left" "" \
+		"$(ls "$RX_TMP" | grep "$f.prom.tmp" || true)"
+done
+rx_assert_eq "other: contents untouched" "precious data" \
+	"$(cat "$RX_TMP/other.prom")"
+[ -p "$RX_TMP/fifo.prom" ] || rx_fail "fifo: no longer a FIFO"
+[ -L "$RX_TMP/link.prom" ] || rx_fail "link: no longer a symbolic link"
+[ -e "$RX_TMP/target" ] && rx_fail "link: its target was created"
+
+# Our own file: replaced at every write.
+rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/own.prom" "$CLIENT" \
+	--port "$RX_PORT" --requests 1 >"$out" 2>"$err" || rx_fail "exit status $?"
+rx_assert_grep "own: written" '^# HELP resilix_' "$RX_TMP/own.prom"
+rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/own.prom" "$CLIENT" \
+	--port "$RX_PORT" --requests 1 >"$out" 2>"$err" || rx_fail "exit status $?"
+rx_assert_eq "own: replaced without a warning" 0 \
+	"$(grep -c 'metrics-write' "$err")"
+rx_pass
