@@ -376,6 +376,11 @@ static enum rx_verdict verdict_of_errno(int err, enum rx_phase phase)
 {
 	if (local_errno(err))
 		return RX_REJECTED;
+	/* A connect() on a socket whose earlier connect failed, the failure
+	 * already read (SO_ERROR): the kernel reports the socket's state
+	 * without sending anything. The failure counted once (ADR-216). */
+	if (phase == RX_PHASE_CONNECT && err == ECONNABORTED)
+		return RX_REJECTED;
 	return rx_verdict_from_errno(err, phase);
 }
 
@@ -815,6 +820,18 @@ static bool same_call(const struct rx_op *op)
  * from it, it checks that the number still holds the socket that
  * connected: one fstat, on those rare paths only.
  */
+
+/* Has the socket on @fd a peer (is it connected)? Preserves errno. */
+static bool connected_socket(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int saved = errno;
+	bool peer = getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+
+	errno = saved;
+	return peer;
+}
 
 /* The socket on @fd: its st_dev and st_ino. false: not a socket (or
  * fstat failed). Preserves errno. */
@@ -1376,6 +1393,12 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 			return RX_OP_TRACK;
 		}
 	}
+	/* connect() on a socket that is connected already - the "make sure
+	 * it is connected" habit: the kernel answers EISCONN and nothing
+	 * leaves the host. Not a call, never refused, and the connection's
+	 * own call goes on (ADR-216). */
+	if (connected_socket(fd))
+		goto pass;
 	/* Anything else we hold for this fd is stale, or a reconnect after
 	 * a failed connect: start afresh. */
 	if (e)

@@ -22,6 +22,12 @@
 #               is tracked afresh.
 #   shutdown    shutdown(SHUT_RDWR) then EOF: rejected, not transient.
 #   fcntl       fcntl's int, pointer and absent third argument forwarded.
+#   eisconn     connect() again before every request on a kept-alive
+#               connection answers EISCONN as without the shim, even with
+#               the circuit open, and the 500s still trip the breaker.
+#   nbabort     a failed non-blocking connect learnt through SO_ERROR,
+#               then connect() again (ECONNABORTED from the kernel): one
+#               failure per attempt, not two.
 #   spawn       subprocess children (vfork, closing fds before exec) leave
 #               the parent's call in flight alone.
 . "$(dirname "$0")/lib.sh"
@@ -127,6 +133,21 @@ s.close()
 			sed -n 's/.*\(verdict=[a-z]*\).*\(at=[a-z-]*\).*/\1,\2/p' |
 			paste -sd' ')"
 fi
+
+rx_upstream_start bad --phases 0:status:500
+run eisconn RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_OPEN_MS=30000 \
+	"$FDOPS" eisconn "$RX_PORT"
+rx_assert_eq "eisconn: connect says EISCONN; 3 answers, then the breaker" \
+	"$(printf 'request %d connect=EISCONN write=ok status=500\n' 0 1 2
+	printf 'request %d connect=EISCONN write=ECONNREFUSED status=0\n' 3 4 5)" \
+	"$(cat "$RX_TMP/eisconn.out")"
+
+run nbabort "$FDOPS" nbabort "$(rx_free_port)"
+rx_assert_eq "nbabort: the program's view, as without the shim" \
+	"$(printf 'attempt %d connect=EINPROGRESS so_error=ECONNREFUSED again=ECONNABORTED\n' 0 1 2)" \
+	"$(cat "$RX_TMP/nbabort.out")"
+rx_assert_eq "nbabort: one failure per attempt" 3 \
+	"$(grep -c 'event=settle verdict=transient' "$RX_TMP/nbabort.err")"
 
 run fcntl "$FDOPS" fcntl
 rx_assert_eq "fcntl: results" "fcntl ok dup=1 unlocked=1" \

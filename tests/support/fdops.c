@@ -24,6 +24,12 @@
  *   shutdown A     a request, shutdown(SHUT_RDWR), read EOF: our own
  *                  doing, not the upstream's.
  *   fcntl          the variadic fcntl: int, pointer and no argument.
+ *   eisconn A      connect() again before each of 6 requests on one
+ *                  kept-alive connection (ADR-216): prints, per request,
+ *                  what connect and write returned and the status.
+ *   nbabort A      3 non-blocking connects to a port nobody listens on,
+ *                  each learnt through poll and SO_ERROR, then connect()
+ *                  called again, as some event loops do (ADR-216).
  * Prints "step ..." lines on stderr with one write() before each step (the
  * test pairs them with the shim's log), results on stdout. Exit 0 when
  * every step did what it should without the shim's help, 1 otherwise.
@@ -36,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -62,6 +69,29 @@ static int dial(int port)
 		exit(1);
 	}
 	return fd;
+}
+
+static struct sockaddr_in loopback(int port)
+{
+	struct sockaddr_in sin;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+/* "ok" or the errno's name for a -1 result. */
+static const char *outcome(int rc)
+{
+	if (rc >= 0)
+		return "ok";
+	return errno == EISCONN		? "EISCONN"
+	       : errno == ECONNREFUSED	? "ECONNREFUSED"
+	       : errno == ECONNABORTED ? "ECONNABORTED"
+	       : errno == EINPROGRESS	? "EINPROGRESS"
+					: "other";
 }
 
 static void request(int fd)
@@ -155,6 +185,54 @@ int main(int argc, char **argv)
 		close(50);
 		printf("share ok=%d\n", ok);
 		return ok ? 0 : 1;
+	}
+	if (strcmp(argv[1], "eisconn") == 0) {
+		struct sockaddr_in sin = loopback(a);
+		static const char req[] =
+		    "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+		int i, rc;
+
+		fd = dial(a);
+		for (i = 0; i < 6; i++) {
+			const char *c, *w;
+
+			rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+			c = outcome(rc);
+			rc = (int)write(fd, req, sizeof(req) - 1);
+			w = outcome(rc);
+			printf("request %d connect=%s write=%s status=%d\n", i,
+			       c, w, rc > 0 ? status(fd) : 0);
+		}
+		close(fd);
+		return 0;
+	}
+	if (strcmp(argv[1], "nbabort") == 0) {
+		struct sockaddr_in sin = loopback(a);
+		int i, e, rc;
+		socklen_t el;
+
+		for (i = 0; i < 3; i++) {
+			struct pollfd p;
+			const char *first, *again;
+
+			fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+			rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+			first = outcome(rc);
+			p.fd = fd;
+			p.events = POLLOUT;
+			p.revents = 0;
+			poll(&p, 1, 2000);
+			e = 0;
+			el = sizeof(e);
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
+			rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+			again = outcome(rc);
+			printf("attempt %d connect=%s so_error=%s again=%s\n", i,
+			       first, e == ECONNREFUSED ? "ECONNREFUSED" : "other",
+			       again);
+			close(fd);
+		}
+		return 0;
 	}
 	if (strcmp(argv[1], "closerange") == 0 ||
 	    strcmp(argv[1], "closefrom") == 0) {
