@@ -1927,13 +1927,15 @@ static void start_failed(const char *what, int code)
  * and reach ours through RTLD_NEXT; guarding again would count each call
  * twice and log each line twice, so this copy passes through (ADR-212).
  * Told by the object that owns the process-wide "connect": another object
- * with this library's file name.
+ * with this library's file name, or - a renamed copy - one that owns the
+ * process-wide "curl_easy_perform" too, which no libc, libcurl or other
+ * socket interposer does.
  */
 static bool another_copy_first(void)
 {
-	Dl_info mine, first;
+	Dl_info mine, first, curl;
 	const char *a, *b;
-	void *sym = dlsym(RTLD_DEFAULT, "connect");
+	void *sym = dlsym(RTLD_DEFAULT, "connect"), *perform;
 
 	if (sym == NULL || !dladdr((void *)another_copy_first, &mine) ||
 	    !dladdr(sym, &first) || first.dli_fbase == mine.dli_fbase ||
@@ -1941,8 +1943,12 @@ static bool another_copy_first(void)
 		return false;
 	a = strrchr(first.dli_fname, '/');
 	b = strrchr(mine.dli_fname, '/');
-	return strcmp(a ? a + 1 : first.dli_fname,
-		      b ? b + 1 : mine.dli_fname) == 0;
+	if (strcmp(a ? a + 1 : first.dli_fname, b ? b + 1 : mine.dli_fname) ==
+	    0)
+		return true;
+	perform = dlsym(RTLD_DEFAULT, "curl_easy_perform");
+	return perform != NULL && dladdr(perform, &curl) &&
+	       curl.dli_fbase == first.dli_fbase;
 }
 
 static int init_once(void)
