@@ -773,7 +773,29 @@ fail:
 	}
 }
 
-/* Take the try-lock and write; @force ignores the interval (exit). */
+/* Take the try-lock and write; @force: the write at exit, which ignores
+ * the interval, waits for a writer in progress and keeps the lock. */
+/*
+ * At exit, another thread may be in the middle of a write; exit() would
+ * end it with its temporary file left behind. Wait for it, 200 ms at the
+ * most, then take the try-lock. If it is still held, remove the
+ * temporary file the process is about to abandon. true: the try-lock is
+ * ours.
+ */
+static bool await_writer(void)
+{
+	uint64_t until = rx__now_ns() + 200 * RX_NS_PER_MS;
+
+	while (rx__now_ns() < until) {
+		sched_yield();
+		if (!atomic_exchange_explicit(&writing, 1,
+					      memory_order_acquire))
+			return true;
+	}
+	unlink(tmp_path);
+	return false;
+}
+
 static void maybe_write(uint64_t now, bool force)
 {
 	int saved = errno;
@@ -784,7 +806,8 @@ static void maybe_write(uint64_t now, bool force)
 		return;
 	if (getpid() != writer_pid)
 		return; /* ADR-161: a forked child leaves the file alone */
-	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
+	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire) &&
+	    !(force && await_writer()))
 		return; /* another thread writes; it has our numbers too */
 	if (force || now >= atomic_load(&next_write_ns)) {
 		atomic_store(&next_write_ns, now + interval_ns);
@@ -792,7 +815,11 @@ static void maybe_write(uint64_t now, bool force)
 		write_file(now);
 		rx__inside = inside;
 	}
-	atomic_store_explicit(&writing, 0, memory_order_release);
+	/* The exit write keeps the try-lock: threads still running while
+	 * the process exits must not start a write that _exit would cut
+	 * short, leaving its temporary file behind. */
+	if (!force)
+		atomic_store_explicit(&writing, 0, memory_order_release);
 	errno = saved;
 }
 

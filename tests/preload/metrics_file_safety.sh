@@ -4,7 +4,8 @@
 # configuration error (one line, everything passes through); a regular
 # file with other contents, a FIFO and a symbolic link in the file's place
 # are left exactly as they were, with one warning, and guarding goes on;
-# the shim's own earlier file is replaced as usual.
+# the shim's own earlier file is replaced as usual; a program that exits
+# mid-call leaves no temporary file.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_upstream_start up --phases 0:status:500
@@ -57,4 +58,18 @@ rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/own.prom" "$CLIENT" \
 	--port "$RX_PORT" --requests 1 >"$out" 2>"$err" || rx_fail "exit status $?"
 rx_assert_eq "own: replaced without a warning" 0 \
 	"$(grep -c 'metrics-write' "$err")"
+# A program that exits while its threads are mid-call: the write at exit
+# waits for one in progress and keeps later ones from starting, so no
+# temporary file is left behind (8 of 30 runs left one before).
+EXITMID=$RESILIX_BUILDDIR/tests/support/exitmid
+rx_upstream_start fast --phases 0:ok
+for i in $(seq 1 20); do
+	rx_shim RESILIX_METRICS_FILE="$RX_TMP/exit.prom" \
+		RESILIX_METRICS_INTERVAL_MS=0 RESILIX_STATE_FILE="$RX_TMP/exit.state" \
+		"$EXITMID" "$RX_PORT" $((i * 1500)) >/dev/null 2>&1 ||
+		rx_fail "exitmid exit status $?"
+done
+rx_assert_grep "exit: the file was written" '^# HELP resilix_' "$RX_TMP/exit.prom"
+rx_assert_eq "exit: no temporary file left" "" \
+	"$(ls "$RX_TMP" | grep 'exit.prom.tmp' || true)"
 rx_pass
