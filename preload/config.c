@@ -627,6 +627,36 @@ static int limiter_bounds(struct rx_config *cfg, const bool *seen,
 	return 0;
 }
 
+/*
+ * Every key's window is reserved at start-up (ADR-205): RESILIX_MAX_KEYS x
+ * RESILIX_WINDOW_CALLS slots of 16 bytes. Each is in range alone, but
+ * together they can ask for more address space than a host will map,
+ * and the shim would then turn itself off at start - after the checker
+ * said the configuration was valid. The product is bounded here, in the
+ * parser both share (ADR-166).
+ */
+#define WINDOW_SLOTS_MAX (UINT64_C(1) << 28) /* 4 GiB of slots */
+
+static int registry_size(const struct rx_config *cfg,
+			 rx_config_report_fn report, void *arg)
+{
+	uint64_t slots = (uint64_t)cfg->registry.max_keys *
+			 cfg->guard.breaker.window_calls;
+	char msg[320];
+
+	if (slots <= WINDOW_SLOTS_MAX)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "RESILIX_MAX_KEYS=%u x RESILIX_WINDOW_CALLS=%u is %llu "
+		 "window slots, more than resilix reserves (accepted: a "
+		 "product of at most %llu; lower either)",
+		 cfg->registry.max_keys, cfg->guard.breaker.window_calls,
+		 (unsigned long long)slots,
+		 (unsigned long long)WINDOW_SLOTS_MAX);
+	report_combined(report, arg, msg);
+	return 1;
+}
+
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg)
 {
@@ -661,7 +691,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 	}
 	if (errors)
 		return errors;
-	if (limiter_bounds(cfg, seen, report, arg) != 0)
+	if (limiter_bounds(cfg, seen, report, arg) != 0 ||
+	    registry_size(cfg, report, arg) != 0)
 		return 1;
 
 	/* A min_calls above the window size is not an error: the breaker

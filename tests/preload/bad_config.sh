@@ -105,6 +105,19 @@ rx_assert_le "control: 500s that reached the upstream (guarded)" \
 	$(($(rx_count bad) - before)) 4
 rx_assert_ge "control: calls refused" "$(grep -c ' ECONNREFUSED 0$' "$out")" 6
 
+# Each in range, together too large to reserve: one line naming both,
+# from the shim and from the checker alike (ADR-166).
+err=$RX_TMP/product.err
+before=$(rx_count bad)
+rx_shim RESILIX_MAX_KEYS=16384 RESILIX_WINDOW_CALLS=100000 "$CLIENT" \
+	--port "$BAD" --requests 10 >/dev/null 2>"$err" || rx_fail "product: exit status $?"
+rx_assert_eq "product: one line" 1 "$(wc -l <"$err" | tr -d ' ')"
+rx_assert_grep "product: names both" 'RESILIX_MAX_KEYS=16384 x RESILIX_WINDOW_CALLS=100000' "$err"
+rx_assert_eq "product: every 500 reached the upstream" 10 $(($(rx_count bad) - before))
+RESILIX_MAX_KEYS=16384 RESILIX_WINDOW_CALLS=100000 \
+	"$RESILIX_BUILDDIR/resilix-config" >/dev/null 2>&1 &&
+	rx_fail "product: the checker called it valid"
+
 # Control characters in a value (a newline, a terminal escape) never
 # break the one line, nor reach the terminal: they are shown as '?'.
 err=$RX_TMP/ctl.err
