@@ -649,7 +649,9 @@ static void usage(void)
 	      "\n                [--max-seconds S] [--verbose]\n"
 	      "SPEC: DURATION_MS:MODE[:ARG...],... with MODE one of ok[:LAT], "
 	      "status:CODE[:LAT],\n      slow:LAT, mix:PCT:CODE:LAT, refuse, "
-	      "reset, hang\n",
+	      "reset, hang\n"
+	      "--max-seconds: exit after S seconds (default 300), so a "
+	      "forgotten upstream never outlives a test\n",
 	      stderr);
 }
 
