@@ -146,6 +146,10 @@ int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
 	b->cutoff_n = 0; /* no cut-offs yet: n is at least 1 when used */
 	b->failure_cutoff = 0;
 	b->slow_cutoff = 0;
+	/* Converted once here rather than on every admit and settle: the
+	 * configuration never changes after init (ADR-300). */
+	b->slow_call_us = rx__sat_mul(cfg->slow_call_ms, 1000);
+	b->open_ns = rx__ms_to_ns(cfg->open_ms);
 	return RX_OK;
 }
 
@@ -173,13 +177,13 @@ static void close_circuit(struct rx_breaker *b)
 
 static uint64_t open_end_ns(const struct rx_breaker *b)
 {
-	return rx__sat_add(b->opened_ns, rx__ms_to_ns(b->cfg.open_ms));
+	return rx__sat_add(b->opened_ns, b->open_ns);
 }
 
 /* Is the slow condition on at all, and can a slow rate ever trip? */
 static bool slow_tracked(const struct rx_breaker *b)
 {
-	return b->cfg.slow_call_ms > 0;
+	return b->slow_call_us > 0;
 }
 
 static bool slow_trips(const struct rx_breaker *b)
@@ -193,7 +197,6 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 				  struct rx_refusal *why)
 {
 	uint64_t now = rx__clock(&b->last_now_ns, ctx->now_ns);
-	uint64_t open_ns = rx__ms_to_ns(b->cfg.open_ms);
 
 	if (b->state == RX_BREAKER_OPEN) {
 		uint64_t end = open_end_ns(b);
@@ -209,7 +212,7 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 		 * generation makes its eventual settlement count for nothing,
 		 * so it cannot free a slot that now belongs to another. */
 		if (b->probes_in_flight >= b->cfg.half_open_probes &&
-		    rx__sat_sub(now, b->probe_epoch_ns) >= open_ns) {
+		    rx__sat_sub(now, b->probe_epoch_ns) >= b->open_ns) {
 			b->probes_in_flight = 0;
 			b->generation++;
 		}
@@ -313,8 +316,7 @@ void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
 		v = RX_TRANSIENT; /* unrecognised reads as transient */
 
 	bool failure = rx__verdict_is_failure(v);
-	bool slow = slow_tracked(b) &&
-		    obs->latency_us >= rx__sat_mul(b->cfg.slow_call_ms, 1000);
+	bool slow = slow_tracked(b) && obs->latency_us >= b->slow_call_us;
 
 	switch (b->state) {
 	case RX_BREAKER_CLOSED:

@@ -187,9 +187,11 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)
 		g->counters.settled[v] = rx__sat_add(g->counters.settled[v], 1);
-	uint64_t slow_ms = g->breaker.cfg.slow_call_ms;
-	if (slow_ms > 0 && obs->verdict != RX_REJECTED &&
-	    obs->latency_us >= rx__sat_mul(slow_ms, 1000))
+	/* The breaker's threshold in µs, 0 when it is off or absent (the
+	 * zeroed struct). */
+	uint64_t slow_us = g->breaker.slow_call_us;
+	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
+	    obs->latency_us >= slow_us)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
 }
 

@@ -218,6 +218,11 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 	l->limit = (double)cfg->initial_limit;
 	l->probe_jitter = probe_jitter(0);
 	l->learning = cfg->learn_first;
+	/* The data path compares against these on every settlement; the
+	 * configuration never changes after init (ADR-300). */
+	l->stale_ns = rx__ms_to_ns(cfg->stale_ms);
+	l->window_min_ns = rx__ms_to_ns(cfg->window_min_ms);
+	l->window_max_ns = rx__ms_to_ns(cfg->window_max_ms);
 	window_reset(l);
 	return RX_OK;
 }
@@ -225,8 +230,7 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 /* Has no evidence been settled for stale_ms, as of @now (clamped)? */
 static bool is_stale(const struct rx_limiter *l, uint64_t now)
 {
-	return rx__sat_sub(now, l->last_evidence_ns) >=
-	       rx__ms_to_ns(l->cfg.stale_ms);
+	return rx__sat_sub(now, l->last_evidence_ns) >= l->stale_ns;
 }
 
 /* The limit L at @now_ns, staleness included: the bands' unit. */
@@ -564,8 +568,8 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 /* Window duration: clamp(2 x smallest latency, window_min, window_max). */
 static uint64_t window_ns(const struct rx_limiter *l)
 {
-	uint64_t lo = rx__ms_to_ns(l->cfg.window_min_ms);
-	uint64_t hi = rx__ms_to_ns(l->cfg.window_max_ms);
+	uint64_t lo = l->window_min_ns;
+	uint64_t hi = l->window_max_ns;
 	uint64_t two_rtt =
 	    l->window_min_us == UINT64_MAX
 		? 0
@@ -644,7 +648,7 @@ void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
 	 * computing the bound (ADR-184). */
 	uint64_t open_for = rx__sat_sub(now, l->window_start_ns);
 	if (rx_p2_count(&l->window) >= l->cfg.window_min_samples &&
-	    open_for >= rx__ms_to_ns(l->cfg.window_min_ms) &&
+	    open_for >= l->window_min_ns &&
 	    open_for >= window_ns(l))
 		close_window(l, now);
 }
