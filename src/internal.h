@@ -19,6 +19,22 @@
 #define RX__NS_PER_MS UINT64_C(1000000)
 #define RX__NS_PER_US UINT64_C(1000)
 
+/* Cold paths (state transitions, window closes, rare formulas) kept out
+ * of line, so the data path that calls them saves fewer registers and
+ * stays short; hot helpers the compiler must inline whatever its size
+ * heuristics say (one copy per constant argument); and branch hints for
+ * the tests that guard cold paths (ADR-301). All are only hints: without
+ * GCC or Clang they expand to nothing (RX__INLINE to plain inline). */
+#if defined(__GNUC__) || defined(__clang__)
+#define RX__NOINLINE __attribute__((noinline))
+#define RX__INLINE inline __attribute__((always_inline))
+#define RX__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RX__NOINLINE
+#define RX__INLINE inline
+#define RX__UNLIKELY(x) (x)
+#endif
+
 /* a + b, or UINT64_MAX when the sum does not fit. */
 static inline uint64_t rx__sat_add(uint64_t a, uint64_t b)
 {

@@ -34,9 +34,19 @@
  *     (linear interpolation at rank p(n-1)), not the middle sample: the
  *     paper only defines the estimate from the sixth observation on.
  * Positions are integers (uint64_t), exact at any count.
+ *
+ * The data path (ADR-301): the cell search only decides which positions
+ * grow, so it is a few comparisons from the top with no loop; positions
+ * convert to double through the signed conversion while the count is
+ * below 2^62 (the same doubles, one instruction on x86-64); the formulas
+ * run out of line. Bit-identical to the previous code (a differential run
+ * of six million observations, every byte of the estimator compared after
+ * each).
  */
 #include <math.h>
+#include <stdbool.h>
 
+#include "internal.h"
 #include "resilix/error.h"
 #include "resilix/p2.h"
 
@@ -77,23 +87,53 @@ static double linear(const struct rx_p2 *e, int i, int s)
 }
 
 /*
+ * Move marker @i (1..3) one position in direction @s (+1 or -1): the
+ * height along the parabola, or the line when the parabola would leave
+ * the interval between the neighbours. Out of line: with a spread of
+ * latencies most observations move no marker, and the formulas' registers
+ * would otherwise be saved and restored on every observation (ADR-301).
+ */
+static RX__NOINLINE void move(struct rx_p2 *e, int i, int s)
+{
+	double qp = parabolic(e, i, (double)s);
+	if (qp > e->q[i - 1] && qp < e->q[i + 1])
+		e->q[i] = qp;
+	else
+		e->q[i] = linear(e, i, s);
+	e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
+}
+
+/* A marker position as a double: through the signed conversion (one
+ * instruction on x86-64) when @small says every position is below 2^63,
+ * where it gives the same double as the unsigned one. */
+static RX__INLINE double position(uint64_t n, bool small)
+{
+	return small ? (double)(int64_t)n : (double)n;
+}
+
+/*
  * Step marker @i (1..3) towards @desired, its desired position, when it
  * has drifted at least one position from it and the neighbour it steps
  * towards is more than one position away. Called for the three middle
- * markers in order with a constant @i, so the compiler specialises each
- * call (no loop, no array of increments, fixed offsets).
+ * markers in order with a constant @i and @small, so the compiler
+ * specialises each call (no loop, no array of increments, fixed offsets).
  */
-static inline void adjust(struct rx_p2 *e, int i, double desired)
+static RX__INLINE void adjust(struct rx_p2 *e, int i, double desired, bool small)
 {
-	double d = desired - (double)e->n[i];
+	double d = desired - position(e->n[i], small);
 	int s;
 
-	if (d >= 1.0 && e->n[i + 1] - e->n[i] > 1)
+	if (d >= 1.0) {
+		if (e->n[i + 1] - e->n[i] <= 1)
+			return;
 		s = 1;
-	else if (d <= -1.0 && e->n[i] - e->n[i - 1] > 1)
+	} else if (d <= -1.0) {
+		if (e->n[i] - e->n[i - 1] <= 1)
+			return;
 		s = -1;
-	else
+	} else {
 		return;
+	}
 
 	if (e->q[i - 1] == e->q[i + 1]) {
 		/* Heights are ordered, so all three are equal: the parabola
@@ -102,14 +142,20 @@ static inline void adjust(struct rx_p2 *e, int i, double desired)
 		 * are skipped (ADR-181); the "+ 0.0" keeps the one bit they
 		 * change, a -0.0 height becoming +0.0. */
 		e->q[i] = e->q[i] + 0.0;
+		e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
 	} else {
-		double qp = parabolic(e, i, (double)s);
-		if (qp > e->q[i - 1] && qp < e->q[i + 1])
-			e->q[i] = qp;
-		else
-			e->q[i] = linear(e, i, s);
+		move(e, i, s);
 	}
-	e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
+}
+
+/* Desired positions 1 + c x {p/2, p, (1+p)/2} for the middle markers, c
+ * the count before this observation, converted once per observation, not
+ * once per marker (ADR-181). */
+static RX__INLINE void adjust_all(struct rx_p2 *e, double c, bool small)
+{
+	adjust(e, 1, 1.0 + c * (e->p / 2.0), small);
+	adjust(e, 2, 1.0 + c * e->p, small);
+	adjust(e, 3, 1.0 + c * ((1.0 + e->p) / 2.0), small);
 }
 
 int rx_p2_init(struct rx_p2 *e, double p)
@@ -132,47 +178,56 @@ int rx_p2_init(struct rx_p2 *e, double p)
 
 void rx_p2_add(struct rx_p2 *e, double x)
 {
-	int k;
+	uint64_t count = e->count;
 
-	if (!isfinite(x) || e->count == UINT64_MAX)
+	if (!isfinite(x))
 		return;
-
-	if (e->count < 5) {
+	/* One test for both rare cases: count < 5 and count == UINT64_MAX
+	 * (the subtraction wraps below 5). */
+	if (count - 5 >= UINT64_MAX - 5) {
+		if (count == UINT64_MAX)
+			return;
 		/* Keep the first five sorted: they become the markers. */
-		int i = (int)e->count;
+		int i = (int)count;
 		while (i > 0 && e->q[i - 1] > x) {
 			e->q[i] = e->q[i - 1];
 			i--;
 		}
 		e->q[i] = x;
-		e->count++;
+		e->count = count + 1;
 		return;
 	}
 
-	/* The cell k holding x: q[k] <= x < q[k+1]; extremes move out. */
+	/* The cell k holding x (q[k] <= x < q[k+1]; extremes move out)
+	 * only decides which positions grow: those of the markers above x.
+	 * Heights are ordered, so a middle marker is above x exactly when
+	 * x < its height, and the top marker always is. Tested from the top,
+	 * where the p90's and the maximum's markers make the common answers
+	 * short (ADR-301). */
 	if (x < e->q[0]) {
 		e->q[0] = x;
-		k = 0;
+		e->n[1]++;
+		e->n[2]++;
+		e->n[3]++;
 	} else if (x >= e->q[4]) {
 		e->q[4] = x;
-		k = 3;
-	} else {
-		k = 0;
-		while (k < 3 && x >= e->q[k + 1])
-			k++;
+	} else if (x < e->q[3]) {
+		e->n[3]++;
+		if (x < e->q[2]) {
+			e->n[2]++;
+			if (x < e->q[1])
+				e->n[1]++;
+		}
 	}
-	for (int i = k + 1; i < 5; i++)
-		e->n[i]++;
-	e->count++;
+	e->n[4]++;
+	e->count = count + 1;
 
-	/* Desired positions 1 + (count - 1) x {p/2, p, (1+p)/2} for the
-	 * middle markers: the count is converted once per observation, not
-	 * once per marker (ADR-181). */
-	const double c = (double)(e->count - 1);
-
-	adjust(e, 1, 1.0 + c * (e->p / 2.0));
-	adjust(e, 2, 1.0 + c * e->p);
-	adjust(e, 3, 1.0 + c * ((1.0 + e->p) / 2.0));
+	/* Every position is at most the count, so below 2^62 every one
+	 * converts through int64_t, to the same double (ADR-301). */
+	if (count < (UINT64_C(1) << 62))
+		adjust_all(e, (double)(int64_t)count, true);
+	else
+		adjust_all(e, (double)count, false);
 }
 
 double rx_p2_value(const struct rx_p2 *e)
