@@ -113,8 +113,8 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 	permit->count = 0;
 	if (g->breaker_on) {
 		prime(&permit->tickets[0], ctx->now_ns);
-		d = rx_breaker_admit(&g->breaker, ctx, &permit->tickets[0],
-				     why);
+		d = rx__breaker_admit(&g->breaker, ctx->now_ns,
+				      &permit->tickets[0], why);
 		if (d != RX_ADMIT)
 			return d;
 		n = 1;
@@ -130,8 +130,8 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 				    .latency_us = 0,
 				    .now_ns = ctx->now_ns,
 				};
-				rx_breaker_settle(&g->breaker,
-						  &permit->tickets[0], &rel);
+				rx__breaker_settle(&g->breaker,
+						   &permit->tickets[0], &rel);
 			}
 			return d;
 		}
@@ -153,8 +153,8 @@ static void settle_policies(struct rx_guard *g,
 
 	if (g->breaker_on) {
 		if (n > 0)
-			rx_breaker_settle(&g->breaker, &permit->tickets[0],
-					  obs);
+			rx__breaker_settle(&g->breaker, &permit->tickets[0],
+					   obs);
 		i = 1;
 	}
 	if (g->limiter_on && n > i)
