@@ -121,8 +121,8 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 	}
 	if (g->limiter_on) {
 		prime(&permit->tickets[n], ctx->now_ns);
-		d = rx_limiter_admit(&g->limiter, ctx, &permit->tickets[n],
-				     why);
+		d = rx__limiter_admit(&g->limiter, ctx, &permit->tickets[n],
+				      why);
 		if (d != RX_ADMIT) {
 			if (n == 1) {
 				struct rx_observation rel = {
@@ -158,7 +158,7 @@ static void settle_policies(struct rx_guard *g,
 		i = 1;
 	}
 	if (g->limiter_on && n > i)
-		rx_limiter_settle(&g->limiter, &permit->tickets[i], obs);
+		rx__limiter_settle(&g->limiter, &permit->tickets[i], obs);
 }
 
 enum rx_decision rx_guard_admit(struct rx_guard *g,
