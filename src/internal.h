@@ -10,8 +10,8 @@
 #ifndef RESILIX_INTERNAL_H
 #define RESILIX_INTERNAL_H
 
-#include <stdbool.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -159,7 +159,8 @@ static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
 		 * on; the count stays (ADR-302). */
 		struct rx_window_slot *s = &w->slots[w->tail];
 		uint32_t old = s->flags;
-		w->failures += (flags & RX_SLOT_FAILURE) - (old & RX_SLOT_FAILURE);
+		w->failures +=
+		    (flags & RX_SLOT_FAILURE) - (old & RX_SLOT_FAILURE);
 		w->slow += (flags >> 1) - ((old & RX_SLOT_SLOW) >> 1);
 		s->t_ns = now_ns;
 		s->flags = flags;
@@ -212,9 +213,9 @@ void rx__breaker_cutoffs(struct rx_breaker *b, uint32_t n);
 
 /* rx_breaker_admit. */
 static RX__INLINE enum rx_decision rx__breaker_admit(struct rx_breaker *b,
-						 uint64_t now_ns,
-						 struct rx_ticket *ticket,
-						 struct rx_refusal *why)
+						     uint64_t now_ns,
+						     struct rx_ticket *ticket,
+						     struct rx_refusal *why)
 {
 	uint64_t now = rx__clock(&b->last_now_ns, now_ns);
 
@@ -231,8 +232,8 @@ static RX__INLINE enum rx_decision rx__breaker_admit(struct rx_breaker *b,
  * stays put once the window is full: a division per settlement becomes
  * two integer comparisons (ADR-183). */
 static RX__INLINE void rx__breaker_record_closed(struct rx_breaker *b,
-					     uint64_t now, bool failure,
-					     bool slow, enum rx_verdict v)
+						 uint64_t now, bool failure,
+						 bool slow, enum rx_verdict v)
 {
 	struct rx_window *w = &b->window;
 
@@ -267,8 +268,8 @@ static RX__INLINE void rx__breaker_record_closed(struct rx_breaker *b,
 
 /* rx_breaker_settle. */
 static RX__INLINE void rx__breaker_settle(struct rx_breaker *b,
-				      const struct rx_ticket *ticket,
-				      const struct rx_observation *obs)
+					  const struct rx_ticket *ticket,
+					  const struct rx_observation *obs)
 {
 	uint64_t now = rx__clock(&b->last_now_ns, obs->now_ns);
 	enum rx_verdict v = obs->verdict;
@@ -310,7 +311,7 @@ static RX__INLINE double rx__p2_position(uint64_t n, bool small)
  * specialises each call (no loop, no array of increments, fixed offsets).
  */
 static RX__INLINE void rx__p2_adjust(struct rx_p2 *e, int i, double desired,
-				   bool small)
+				     bool small)
 {
 	double d = desired - rx__p2_position(e->n[i], small);
 	int s;
@@ -343,8 +344,7 @@ static RX__INLINE void rx__p2_adjust(struct rx_p2 *e, int i, double desired,
 /* Desired positions 1 + c x {p/2, p, (1+p)/2} for the middle markers, c
  * the count before this observation, converted once per observation, not
  * once per marker (ADR-181). */
-static RX__INLINE void rx__p2_adjust_all(struct rx_p2 *e, double c,
-				       bool small)
+static RX__INLINE void rx__p2_adjust_all(struct rx_p2 *e, double c, bool small)
 {
 	rx__p2_adjust(e, 1, 1.0 + c * (e->p / 2.0), small);
 	rx__p2_adjust(e, 2, 1.0 + c * e->p, small);
@@ -466,8 +466,7 @@ static inline uint32_t rx__limiter_slot_limit(const struct rx_limiter *l,
 }
 
 /* Admit one call: the only write admit makes. */
-static inline void rx__limiter_take_slot(struct rx_limiter *l,
-					 uint64_t now_ns,
+static inline void rx__limiter_take_slot(struct rx_limiter *l, uint64_t now_ns,
 					 struct rx_ticket *ticket)
 {
 	l->in_flight = rx__sat_inc32(l->in_flight);
@@ -478,10 +477,9 @@ static inline void rx__limiter_take_slot(struct rx_limiter *l,
 }
 
 /* rx_limiter_admit. */
-static RX__INLINE enum rx_decision rx__limiter_admit(struct rx_limiter *l,
-						 const struct rx_admit_ctx *ctx,
-						 struct rx_ticket *ticket,
-						 struct rx_refusal *why)
+static RX__INLINE enum rx_decision
+rx__limiter_admit(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
+		  struct rx_ticket *ticket, struct rx_refusal *why)
 {
 	/* No evidence yet that the upstream queues (ADR-210): a limit of 20
 	 * invented before the first window closed would shed a healthy
@@ -502,8 +500,8 @@ static RX__INLINE enum rx_decision rx__limiter_admit(struct rx_limiter *l,
 
 /* rx_limiter_settle. */
 static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
-				      const struct rx_ticket *ticket,
-				      const struct rx_observation *obs)
+					  const struct rx_ticket *ticket,
+					  const struct rx_observation *obs)
 {
 	enum rx_verdict v = obs->verdict;
 

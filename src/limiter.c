@@ -243,9 +243,9 @@ enum rx_decision rx_limiter_admit(struct rx_limiter *l,
 	return rx__limiter_admit(l, ctx, ticket, why);
 }
 
-RX__NOINLINE enum rx_decision rx__limiter_admit_over(
-    struct rx_limiter *l, const struct rx_admit_ctx *ctx, uint64_t limit,
-    uint64_t backlog, struct rx_refusal *why)
+RX__NOINLINE enum rx_decision
+rx__limiter_admit_over(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
+		       uint64_t limit, uint64_t backlog, struct rx_refusal *why)
 {
 	refuse(why);
 	if (!ctx->can_wait) {
