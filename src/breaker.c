@@ -33,9 +33,6 @@
 
 #define TICKET_PROBE 1u
 
-/* The smallest window a starved breaker decides on (issue 3). */
-#define STARVED_MIN_CALLS 5u
-
 #define RATE_MAX_CALLS 100000u
 #define DURATION_MAX_MS UINT64_C(86400000)
 #define PROBES_MAX 1000u
@@ -146,6 +143,10 @@ int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
 	b->cutoff_n = 0; /* no cut-offs yet: n is at least 1 when used */
 	b->failure_cutoff = 0;
 	b->slow_cutoff = 0;
+	/* Converted once here rather than on every admit and settle: the
+	 * configuration never changes after init (ADR-300). */
+	b->slow_call_us = rx__sat_mul(cfg->slow_call_ms, 1000);
+	b->open_ns = rx__ms_to_ns(cfg->open_ms);
 	return RX_OK;
 }
 
@@ -173,13 +174,13 @@ static void close_circuit(struct rx_breaker *b)
 
 static uint64_t open_end_ns(const struct rx_breaker *b)
 {
-	return rx__sat_add(b->opened_ns, rx__ms_to_ns(b->cfg.open_ms));
+	return rx__sat_add(b->opened_ns, b->open_ns);
 }
 
 /* Is the slow condition on at all, and can a slow rate ever trip? */
 static bool slow_tracked(const struct rx_breaker *b)
 {
-	return b->cfg.slow_call_ms > 0;
+	return b->slow_call_us > 0;
 }
 
 static bool slow_trips(const struct rx_breaker *b)
@@ -192,9 +193,14 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 				  struct rx_ticket *ticket,
 				  struct rx_refusal *why)
 {
-	uint64_t now = rx__clock(&b->last_now_ns, ctx->now_ns);
-	uint64_t open_ns = rx__ms_to_ns(b->cfg.open_ms);
+	return rx__breaker_admit(b, ctx->now_ns, ticket, why);
+}
 
+RX__NOINLINE enum rx_decision rx__breaker_admit_cold(struct rx_breaker *b,
+						     uint64_t now,
+						     struct rx_ticket *ticket,
+						     struct rx_refusal *why)
+{
 	if (b->state == RX_BREAKER_OPEN) {
 		uint64_t end = open_end_ns(b);
 		if (now < end) {
@@ -209,7 +215,7 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 		 * generation makes its eventual settlement count for nothing,
 		 * so it cannot free a slot that now belongs to another. */
 		if (b->probes_in_flight >= b->cfg.half_open_probes &&
-		    rx__sat_sub(now, b->probe_epoch_ns) >= open_ns) {
+		    rx__sat_sub(now, b->probe_epoch_ns) >= b->open_ns) {
 			b->probes_in_flight = 0;
 			b->generation++;
 		}
@@ -251,57 +257,31 @@ static uint32_t rate_cutoff(double rate, uint32_t n)
 	return k;
 }
 
-/* Record one closed-state settlement and trip if a condition holds. The
- * rates are compared through cut-offs cached for the window's size, which
- * stays put once the window is full: a division per settlement becomes
- * two integer comparisons (ADR-183). */
-static void record_closed(struct rx_breaker *b, uint64_t now, bool failure,
-			  bool slow, enum rx_verdict v)
+RX__NOINLINE void rx__breaker_cutoffs(struct rx_breaker *b, uint32_t n)
 {
-	struct rx_window *w = &b->window;
-	uint64_t aged = w->aged_out;
+	b->cutoff_n = n;
+	b->failure_cutoff = rate_cutoff(b->cfg.failure_rate, n);
+	b->slow_cutoff = rate_cutoff(b->cfg.slow_call_rate, n);
+}
 
-	rx__window_expire(w, now);
-	if (w->aged_out != aged && w->count < b->min_calls)
-		b->starving = true;
-	rx__window_append(w, now,
-			  (failure ? RX_SLOT_FAILURE : 0) |
-			      (slow ? RX_SLOT_SLOW : 0));
-	if (w->count >= b->min_calls)
-		b->starving = false;
-
-	if (failure)
-		b->consecutive_failures =
-		    rx__sat_inc32(b->consecutive_failures);
-	else if (v == RX_SUCCESS || v == RX_ANSWERED)
-		b->consecutive_failures = 0;
-
-	if (b->cfg.consecutive_backstop > 0 &&
-	    b->consecutive_failures >= b->cfg.consecutive_backstop) {
-		trip(b, now);
-		return;
-	}
-	uint32_t n = w->count;
-	if (n < b->min_calls && !(b->starving && n >= STARVED_MIN_CALLS))
-		return;
-	if (n != b->cutoff_n) {
-		b->cutoff_n = n;
-		b->failure_cutoff = rate_cutoff(b->cfg.failure_rate, n);
-		b->slow_cutoff = rate_cutoff(b->cfg.slow_call_rate, n);
-	}
-	if (w->failures >= b->failure_cutoff ||
-	    (slow_tracked(b) && w->slow >= b->slow_cutoff))
-		trip(b, now);
+RX__NOINLINE void rx__breaker_trip(struct rx_breaker *b, uint64_t now)
+{
+	trip(b, now);
 }
 
 void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
 		       const struct rx_observation *obs)
 {
-	uint64_t now = rx__clock(&b->last_now_ns, obs->now_ns);
+	rx__breaker_settle(b, ticket, obs);
+}
+
+RX__NOINLINE void rx__breaker_settle_cold(struct rx_breaker *b,
+					  const struct rx_ticket *ticket,
+					  const struct rx_observation *obs,
+					  uint64_t now)
+{
 	enum rx_verdict v = obs->verdict;
 
-	if (ticket->generation != b->generation)
-		return; /* late: the call saw a state that is gone */
 	if (v == RX_REJECTED) {
 		if (b->state == RX_BREAKER_HALF_OPEN &&
 		    (ticket->flags & TICKET_PROBE))
@@ -313,12 +293,11 @@ void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
 		v = RX_TRANSIENT; /* unrecognised reads as transient */
 
 	bool failure = rx__verdict_is_failure(v);
-	bool slow = slow_tracked(b) &&
-		    obs->latency_us >= rx__sat_mul(b->cfg.slow_call_ms, 1000);
+	bool slow = slow_tracked(b) && obs->latency_us >= b->slow_call_us;
 
 	switch (b->state) {
 	case RX_BREAKER_CLOSED:
-		record_closed(b, now, failure, slow, v);
+		rx__breaker_record_closed(b, now, failure, slow, v);
 		break;
 	case RX_BREAKER_HALF_OPEN:
 		if (!(ticket->flags & TICKET_PROBE))

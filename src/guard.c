@@ -113,16 +113,16 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 	permit->count = 0;
 	if (g->breaker_on) {
 		prime(&permit->tickets[0], ctx->now_ns);
-		d = rx_breaker_admit(&g->breaker, ctx, &permit->tickets[0],
-				     why);
+		d = rx__breaker_admit(&g->breaker, ctx->now_ns,
+				      &permit->tickets[0], why);
 		if (d != RX_ADMIT)
 			return d;
 		n = 1;
 	}
 	if (g->limiter_on) {
 		prime(&permit->tickets[n], ctx->now_ns);
-		d = rx_limiter_admit(&g->limiter, ctx, &permit->tickets[n],
-				     why);
+		d = rx__limiter_admit(&g->limiter, ctx, &permit->tickets[n],
+				      why);
 		if (d != RX_ADMIT) {
 			if (n == 1) {
 				struct rx_observation rel = {
@@ -130,8 +130,8 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 				    .latency_us = 0,
 				    .now_ns = ctx->now_ns,
 				};
-				rx_breaker_settle(&g->breaker,
-						  &permit->tickets[0], &rel);
+				rx__breaker_settle(&g->breaker,
+						   &permit->tickets[0], &rel);
 			}
 			return d;
 		}
@@ -153,12 +153,12 @@ static void settle_policies(struct rx_guard *g,
 
 	if (g->breaker_on) {
 		if (n > 0)
-			rx_breaker_settle(&g->breaker, &permit->tickets[0],
-					  obs);
+			rx__breaker_settle(&g->breaker, &permit->tickets[0],
+					   obs);
 		i = 1;
 	}
 	if (g->limiter_on && n > i)
-		rx_limiter_settle(&g->limiter, &permit->tickets[i], obs);
+		rx__limiter_settle(&g->limiter, &permit->tickets[i], obs);
 }
 
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -187,9 +187,11 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)
 		g->counters.settled[v] = rx__sat_add(g->counters.settled[v], 1);
-	uint64_t slow_ms = g->breaker.cfg.slow_call_ms;
-	if (slow_ms > 0 && obs->verdict != RX_REJECTED &&
-	    obs->latency_us >= rx__sat_mul(slow_ms, 1000))
+	/* The breaker's threshold in µs, 0 when it is off or absent (the
+	 * zeroed struct). */
+	uint64_t slow_us = g->breaker.slow_call_us;
+	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
+	    obs->latency_us >= slow_us)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
 }
 

@@ -218,37 +218,13 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 	l->limit = (double)cfg->initial_limit;
 	l->probe_jitter = probe_jitter(0);
 	l->learning = cfg->learn_first;
+	/* The data path compares against these on every settlement; the
+	 * configuration never changes after init (ADR-300). */
+	l->stale_ns = rx__ms_to_ns(cfg->stale_ms);
+	l->window_min_ns = rx__ms_to_ns(cfg->window_min_ms);
+	l->window_max_ns = rx__ms_to_ns(cfg->window_max_ms);
 	window_reset(l);
 	return RX_OK;
-}
-
-/* Has no evidence been settled for stale_ms, as of @now (clamped)? */
-static bool is_stale(const struct rx_limiter *l, uint64_t now)
-{
-	return rx__sat_sub(now, l->last_evidence_ns) >=
-	       rx__ms_to_ns(l->cfg.stale_ms);
-}
-
-/* The limit L at @now_ns, staleness included: the bands' unit. */
-static uint32_t effective_limit(const struct rx_limiter *l, uint64_t now_ns)
-{
-	uint64_t now = rx__clock_peek(l->last_now_ns, now_ns);
-	uint32_t limit = (uint32_t)l->limit; /* in [1, 1000000] */
-
-	if (limit < l->cfg.initial_limit && is_stale(l, now))
-		limit = l->cfg.initial_limit;
-	return limit;
-}
-
-/* The calls that may be in flight: L, or half of it (not below
- * min_limit) while a probe drains the upstream's queue. */
-static uint32_t slot_limit(const struct rx_limiter *l, uint32_t limit)
-{
-	uint32_t half = limit / 2;
-
-	if (!l->probing)
-		return limit;
-	return half > l->cfg.min_limit ? half : l->cfg.min_limit;
 }
 
 static void refuse(struct rx_refusal *why)
@@ -259,36 +235,18 @@ static void refuse(struct rx_refusal *why)
 	}
 }
 
-/* Admit one call: the only write admit makes. */
-static void take_slot(struct rx_limiter *l, uint64_t now_ns,
-		      struct rx_ticket *ticket)
-{
-	l->in_flight = rx__sat_inc32(l->in_flight);
-	ticket->start_ns = rx__clock_peek(l->last_now_ns, now_ns);
-	ticket->generation = l->drop_epoch;
-	ticket->flags = l->in_flight; /* concurrency at admission, itself
-					 included */
-}
-
 enum rx_decision rx_limiter_admit(struct rx_limiter *l,
 				  const struct rx_admit_ctx *ctx,
 				  struct rx_ticket *ticket,
 				  struct rx_refusal *why)
 {
-	/* No evidence yet that the upstream queues (ADR-210): a limit of 20
-	 * invented before the first window closed would shed a healthy
-	 * program's first burst. Until then only the maximum binds. */
-	uint64_t limit = l->learning ? l->cfg.max_limit
-				     : effective_limit(l, ctx->now_ns);
-	uint64_t slots = slot_limit(l, (uint32_t)limit);
-	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
+	return rx__limiter_admit(l, ctx, ticket, why);
+}
 
-	/* Free slots beyond those the waiters will claim: newcomers do not
-	 * overtake the queue. */
-	if (backlog < slots) {
-		take_slot(l, ctx->now_ns, ticket);
-		return RX_ADMIT;
-	}
+RX__NOINLINE enum rx_decision
+rx__limiter_admit_over(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
+		       uint64_t limit, uint64_t backlog, struct rx_refusal *why)
+{
 	refuse(why);
 	if (!ctx->can_wait) {
 		l->shed_nonblocking = rx__sat_add(l->shed_nonblocking, 1);
@@ -564,8 +522,8 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 /* Window duration: clamp(2 x smallest latency, window_min, window_max). */
 static uint64_t window_ns(const struct rx_limiter *l)
 {
-	uint64_t lo = rx__ms_to_ns(l->cfg.window_min_ms);
-	uint64_t hi = rx__ms_to_ns(l->cfg.window_max_ms);
+	uint64_t lo = l->window_min_ns;
+	uint64_t hi = l->window_max_ns;
 	uint64_t two_rtt =
 	    l->window_min_us == UINT64_MAX
 		? 0
@@ -581,39 +539,29 @@ static uint64_t window_ns(const struct rx_limiter *l)
 void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
 		       const struct rx_observation *obs)
 {
-	bool drop;
+	rx__limiter_settle(l, ticket, obs);
+}
 
-	l->in_flight = rx__sat_dec32(l->in_flight);
-	switch (obs->verdict) {
-	case RX_SUCCESS:
-	case RX_ANSWERED:
-	case RX_TRANSIENT:
-		drop = false;
-		break;
-	case RX_OVERLOAD:
-	case RX_TIMEOUT:
-		drop = true;
-		break;
-	default:
-		/* RX_REJECTED and anything unknown: release only. */
-		return;
+RX__NOINLINE void rx__limiter_relax(struct rx_limiter *l)
+{
+	if (l->limit < (double)l->cfg.initial_limit) {
+		l->limit = (double)l->cfg.initial_limit;
+		l->relaxations = rx__sat_add(l->relaxations, 1);
 	}
+	window_reset(l);
+}
 
-	uint64_t now = rx__clock(&l->last_now_ns, obs->now_ns);
-	if (is_stale(l, now)) {
-		if (l->limit < (double)l->cfg.initial_limit) {
-			l->limit = (double)l->cfg.initial_limit;
-			l->relaxations = rx__sat_add(l->relaxations, 1);
-		}
-		window_reset(l);
-	}
-	l->last_evidence_ns = now;
+/* floor(@v) for 0 <= v < 2^63, without the libm call: truncation is the
+ * floor there, and the integer converts back exactly (limits are at most
+ * 1000000). */
+static double floor_small(double v)
+{
+	return (double)(int64_t)v;
+}
 
-	/* A probe measures only the calls it admitted: the others saw the
-	 * queue it is draining. */
-	if (!drop && l->probing && ticket->start_ns < l->probe_start_ns)
-		return;
-
+RX__NOINLINE void rx__limiter_drop(struct rx_limiter *l,
+				   const struct rx_ticket *ticket, uint64_t now)
+{
 	if (!l->window_open) {
 		l->window_open = true;
 		l->window_start_ns = now;
@@ -621,38 +569,31 @@ void rx_limiter_settle(struct rx_limiter *l, const struct rx_ticket *ticket,
 	if (ticket->flags > l->window_peak)
 		l->window_peak = ticket->flags;
 
-	if (drop) {
-		l->drops = rx__sat_add(l->drops, 1);
-		l->window_drop = true;
-		l->learning = false; /* overload is evidence enough */
-		if (ticket->generation == l->drop_epoch) {
-			double next = floor(l->limit * l->cfg.drop_backoff);
-			if (next < (double)l->cfg.min_limit)
-				next = (double)l->cfg.min_limit;
-			l->limit = next;
-			l->drop_epoch++;
-			l->drop_decreases = rx__sat_add(l->drop_decreases, 1);
-		}
-		return;
+	l->drops = rx__sat_add(l->drops, 1);
+	l->window_drop = true;
+	l->learning = false; /* overload is evidence enough */
+	if (ticket->generation == l->drop_epoch) {
+		/* limit x drop_backoff is in [0.5, 1000000). */
+		double next = floor_small(l->limit * l->cfg.drop_backoff);
+		if (next < (double)l->cfg.min_limit)
+			next = (double)l->cfg.min_limit;
+		l->limit = next;
+		l->drop_epoch++;
+		l->drop_decreases = rx__sat_add(l->drop_decreases, 1);
 	}
+}
 
-	rx_p2_add(&l->window, (double)obs->latency_us);
-	if (obs->latency_us < l->window_min_us)
-		l->window_min_us = obs->latency_us;
-	/* window_ns is never below window_min_ms, and most settlements find
-	 * the window younger than that: testing the floor first spares
-	 * computing the bound (ADR-184). */
-	uint64_t open_for = rx__sat_sub(now, l->window_start_ns);
-	if (rx_p2_count(&l->window) >= l->cfg.window_min_samples &&
-	    open_for >= rx__ms_to_ns(l->cfg.window_min_ms) &&
-	    open_for >= window_ns(l))
+RX__NOINLINE void rx__limiter_window_due(struct rx_limiter *l, uint64_t now,
+					 uint64_t open_for)
+{
+	if (open_for >= window_ns(l))
 		close_window(l, now);
 }
 
 int rx_limiter_enqueue(struct rx_limiter *l, uint64_t now_ns,
 		       uint64_t *wait_ticket)
 {
-	uint64_t limit = effective_limit(l, now_ns);
+	uint64_t limit = rx__limiter_effective_limit(l, now_ns);
 	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
 
 	if (backlog >= 3 * limit || l->queued == UINT32_MAX ||
@@ -690,8 +631,8 @@ enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
 		return RX_REFUSE;
 	}
 
-	uint64_t limit = effective_limit(l, now_ns);
-	uint64_t slots = slot_limit(l, (uint32_t)limit);
+	uint64_t limit = rx__limiter_effective_limit(l, now_ns);
+	uint64_t slots = rx__limiter_slot_limit(l, (uint32_t)limit);
 	uint64_t free = l->in_flight < slots ? slots - l->in_flight : 0;
 	/* Waiters ahead, as a lower bound: queued minus the places issued
 	 * from this one on. */
@@ -700,7 +641,7 @@ enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
 
 	if (ahead < free) {
 		leave_queue(l, wait_ticket);
-		take_slot(l, now_ns, ticket);
+		rx__limiter_take_slot(l, now_ns, ticket);
 		return RX_ADMIT;
 	}
 	if ((uint64_t)l->in_flight + ahead >= 3 * limit) {
@@ -726,7 +667,7 @@ void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
 {
 	memset(out, 0, sizeof *out);
 	out->algorithm = l->cfg.algorithm;
-	out->limit = effective_limit(l, now_ns);
+	out->limit = rx__limiter_effective_limit(l, now_ns);
 	out->in_flight = l->in_flight;
 	out->queued = l->queued;
 	out->window_peak = l->window_peak;

@@ -34,9 +34,19 @@
  *     (linear interpolation at rank p(n-1)), not the middle sample: the
  *     paper only defines the estimate from the sixth observation on.
  * Positions are integers (uint64_t), exact at any count.
+ *
+ * The data path (ADR-301): the cell search only decides which positions
+ * grow, so it is a few comparisons from the top with no loop; positions
+ * convert to double through the signed conversion while the count is
+ * below 2^62 (the same doubles, one instruction on x86-64); the formulas
+ * run out of line. Bit-identical to the previous code (a differential run
+ * of six million observations, every byte of the estimator compared after
+ * each).
  */
 #include <math.h>
+#include <stdbool.h>
 
+#include "internal.h"
 #include "resilix/error.h"
 #include "resilix/p2.h"
 
@@ -77,38 +87,19 @@ static double linear(const struct rx_p2 *e, int i, int s)
 }
 
 /*
- * Step marker @i (1..3) towards @desired, its desired position, when it
- * has drifted at least one position from it and the neighbour it steps
- * towards is more than one position away. Called for the three middle
- * markers in order with a constant @i, so the compiler specialises each
- * call (no loop, no array of increments, fixed offsets).
+ * rx__p2_move (internal.h): the height along the parabola, or the line
+ * when the parabola would leave the interval between the neighbours. Out
+ * of line: with a spread of latencies most observations move no marker,
+ * and the formulas' registers would otherwise be saved and restored on
+ * every observation (ADR-301).
  */
-static inline void adjust(struct rx_p2 *e, int i, double desired)
+RX__NOINLINE void rx__p2_move(struct rx_p2 *e, int i, int s)
 {
-	double d = desired - (double)e->n[i];
-	int s;
-
-	if (d >= 1.0 && e->n[i + 1] - e->n[i] > 1)
-		s = 1;
-	else if (d <= -1.0 && e->n[i] - e->n[i - 1] > 1)
-		s = -1;
+	double qp = parabolic(e, i, (double)s);
+	if (qp > e->q[i - 1] && qp < e->q[i + 1])
+		e->q[i] = qp;
 	else
-		return;
-
-	if (e->q[i - 1] == e->q[i + 1]) {
-		/* Heights are ordered, so all three are equal: the parabola
-		 * lands on q[i], which is not strictly between its
-		 * neighbours, and the linear step moves it by t x 0. Both
-		 * are skipped (ADR-181); the "+ 0.0" keeps the one bit they
-		 * change, a -0.0 height becoming +0.0. */
-		e->q[i] = e->q[i] + 0.0;
-	} else {
-		double qp = parabolic(e, i, (double)s);
-		if (qp > e->q[i - 1] && qp < e->q[i + 1])
-			e->q[i] = qp;
-		else
-			e->q[i] = linear(e, i, s);
-	}
+		e->q[i] = linear(e, i, s);
 	e->n[i] = s > 0 ? e->n[i] + 1 : e->n[i] - 1;
 }
 
@@ -132,47 +123,7 @@ int rx_p2_init(struct rx_p2 *e, double p)
 
 void rx_p2_add(struct rx_p2 *e, double x)
 {
-	int k;
-
-	if (!isfinite(x) || e->count == UINT64_MAX)
-		return;
-
-	if (e->count < 5) {
-		/* Keep the first five sorted: they become the markers. */
-		int i = (int)e->count;
-		while (i > 0 && e->q[i - 1] > x) {
-			e->q[i] = e->q[i - 1];
-			i--;
-		}
-		e->q[i] = x;
-		e->count++;
-		return;
-	}
-
-	/* The cell k holding x: q[k] <= x < q[k+1]; extremes move out. */
-	if (x < e->q[0]) {
-		e->q[0] = x;
-		k = 0;
-	} else if (x >= e->q[4]) {
-		e->q[4] = x;
-		k = 3;
-	} else {
-		k = 0;
-		while (k < 3 && x >= e->q[k + 1])
-			k++;
-	}
-	for (int i = k + 1; i < 5; i++)
-		e->n[i]++;
-	e->count++;
-
-	/* Desired positions 1 + (count - 1) x {p/2, p, (1+p)/2} for the
-	 * middle markers: the count is converted once per observation, not
-	 * once per marker (ADR-181). */
-	const double c = (double)(e->count - 1);
-
-	adjust(e, 1, 1.0 + c * (e->p / 2.0));
-	adjust(e, 2, 1.0 + c * e->p);
-	adjust(e, 3, 1.0 + c * ((1.0 + e->p) / 2.0));
+	rx__p2_add(e, x);
 }
 
 double rx_p2_value(const struct rx_p2 *e)

@@ -130,6 +130,8 @@ struct rx_breaker {
 	uint32_t cutoff_n;        /* window size the cut-offs are for */
 	uint32_t failure_cutoff;  /* failures that trip at cutoff_n calls */
 	uint32_t slow_cutoff;     /* slow calls that trip at cutoff_n calls */
+	uint64_t slow_call_us;    /* cfg slow_call_ms in µs (0 = off) */
+	uint64_t open_ns;         /* cfg open_ms in ns */
 };
 
 /*

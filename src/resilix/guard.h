@@ -72,8 +72,8 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
  * Same contract as rx_gate_admit / rx_gate_settle, whose steps they run
  * with the breaker and limiter called directly (ADR-180). Not
  * thread-safe: callers serialise per guard. O(policies), no allocation;
- * about 560 instructions per admit + settle with both policies on
- * (scripts/bench core).
+ * about 430 instructions per admit + settle with both policies on
+ * (scripts/bench core; ADR-302).
  */
 enum rx_decision rx_guard_admit(struct rx_guard *g,
                                 const struct rx_admit_ctx *ctx,

@@ -268,6 +268,8 @@ struct rx_limiter {
 	uint64_t updates, drops, drop_decreases;
 	uint64_t shed_nonblocking, shed_band, shed_full;
 	uint64_t wait_cancelled, probes, baseline_resets, relaxations;
+	/* The configuration's durations in ns, converted once at init. */
+	uint64_t stale_ns, window_min_ns, window_max_ns;
 };
 
 /*
