@@ -23,7 +23,7 @@ run() {
 
 bad=(
 	"RESILIX_LIMITER=fast|accepted: vegas, gradient2, aimd or off"
-	"RESILIX_LIMITER=VEGAS|accepted: vegas, gradient2, aimd or off"
+	"RESILIX_LIMITER=vegas2|accepted: vegas, gradient2, aimd or off"
 	"RESILIX_LIMIT_MIN=0|accepted: integer 1..1000000"
 	"RESILIX_LIMIT_MAX=-1|accepted: integer 1..1000000"
 	"RESILIX_LIMIT_INITIAL=4.5|accepted: integer 1..1000000"
