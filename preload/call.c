@@ -895,6 +895,25 @@ static void forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
 }
 
 /*
+ * A record shared by several numbers (ADR-213) outlives any one of them:
+ * a number closed where the shim cannot see it and handed out again to a
+ * file still maps to the record while a duplicate keeps the socket and
+ * its call alive. So on a shared record, evidence - bytes, an error, an
+ * overdue read - is taken from a number only after one fstat shows that
+ * it still holds the socket; a number that does not is unmapped, and what
+ * it read says nothing about the call. Records with one number keep
+ * ADR-190's cheaper rule. true: @op's number is not the socket's.
+ */
+static bool foreign_number(struct rx_op *op)
+{
+	if (atomic_load_explicit(&op->e->refs, memory_order_relaxed) <= 1 ||
+	    still_ours(op->fd, op->e))
+		return false;
+	forget_stale(op->fd, op->e, op->epoch);
+	return true;
+}
+
+/*
  * lock_call - take the lock of @op's fd if @op's call is still the one on
  * it. Returns the held lock, or NULL with nothing held (the call ended or
  * the fd was reused meanwhile).
@@ -925,7 +944,7 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
 	struct ending end;
 	uint64_t now;
 
-	if (!owner_fast())
+	if (!owner_fast() || foreign_number(op))
 		return;
 	now = now_ns();
 	l = lock_call(op);
@@ -1003,7 +1022,8 @@ static bool past_deadline(uint64_t start, uint64_t t, enum rx_verdict *v)
 }
 
 /* A read or write that would block: settle @op's call if it is overdue.
- * Returns true when it did. */
+ * Returns true when it did, or when @op's number turned out not to hold
+ * the socket (nothing more to do with it). */
 static bool settle_overdue(struct rx_op *op)
 {
 	struct rx_lock *l;
@@ -1013,6 +1033,8 @@ static bool settle_overdue(struct rx_op *op)
 
 	if (!owner_fast())
 		return false;
+	if (foreign_number(op))
+		return true; /* nothing of the call's to settle here */
 	now = now_ns();
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
@@ -1506,7 +1528,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	int status = 0, i;
 	uint64_t now;
 
-	if (!owner_fast())
+	if (!owner_fast() || foreign_number(op))
 		return;
 	now = now_ns();
 	l = lock_call(op);

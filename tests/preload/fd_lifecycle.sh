@@ -22,6 +22,9 @@
 #               is tracked afresh.
 #   shutdown    shutdown(SHUT_RDWR) then EOF: rejected, not transient.
 #   fcntl       fcntl's int, pointer and absent third argument forwarded.
+#   dupstale    a number of a duplicated socket closed unseen (fclose)
+#               and reused by a file: the file's bytes are not the call's
+#               answer, which is read through the duplicate.
 #   eisconn     connect() again before every request on a kept-alive
 #               connection answers EISCONN as without the shim, even with
 #               the circuit open, and the 500s still trip the breaker.
@@ -135,6 +138,13 @@ s.close()
 fi
 
 rx_upstream_start bad --phases 0:status:500
+run dupstale "$FDOPS" dupstale "$RX_PORT"
+rx_assert_eq "dupstale: the program's view" "dupstale same_number=1 status=500" \
+	"$(cat "$RX_TMP/dupstale.out")"
+rx_assert_eq "dupstale: the answer, not the file, settles the call" \
+	"key=127.0.0.1:$RX_PORT,verdict=transient,at=first-byte," \
+	"$(settles "$RX_TMP/dupstale.err" dupstale)"
+
 run eisconn RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_OPEN_MS=30000 \
 	"$FDOPS" eisconn "$RX_PORT"
 rx_assert_eq "eisconn: connect says EISCONN; 3 answers, then the breaker" \

@@ -24,6 +24,10 @@
  *   shutdown A     a request, shutdown(SHUT_RDWR), read EOF: our own
  *                  doing, not the upstream's.
  *   fcntl          the variadic fcntl: int, pointer and no argument.
+ *   dupstale A     a request written through stdio (fdopen) on a socket
+ *                  that has a dup; fclose closes the number unseen, open
+ *                  hands it to a file that is read; the answer is then
+ *                  read through the dup: the file's bytes are not it.
  *   eisconn A      connect() again before each of 6 requests on one
  *                  kept-alive connection (ADR-216): prints, per request,
  *                  what connect and write returned and the status.
@@ -185,6 +189,27 @@ int main(int argc, char **argv)
 		close(50);
 		printf("share ok=%d\n", ok);
 		return ok ? 0 : 1;
+	}
+	if (strcmp(argv[1], "dupstale") == 0) {
+		char junk[64];
+		FILE *out;
+
+		step("dupstale");
+		fd = dial(a);
+		d = dup(fd);
+		out = fdopen(fd, "w");
+		if (d < 0 || !out)
+			return 1;
+		fputs("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", out);
+		fclose(out); /* closes fd inside libc: unseen */
+		fd2 = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		if (fd2 != fd || read(fd2, junk, sizeof(junk)) <= 0)
+			return 1;
+		close(fd2);
+		s = status(d);
+		close(d);
+		printf("dupstale same_number=%d status=%d\n", fd2 == fd, s);
+		return 0;
 	}
 	if (strcmp(argv[1], "eisconn") == 0) {
 		struct sockaddr_in sin = loopback(a);
