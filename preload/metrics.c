@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "ownfile.h"
 #include "resilix/p2.h"
 
 #define BUF_BYTES (64 * 1024)
@@ -80,6 +81,10 @@
 static const double quantiles[] = {0.5, 0.9, 0.99};
 static const char *const quantile_labels[] = {"0.5", "0.9", "0.99"};
 #define NQ (sizeof(quantiles) / sizeof(quantiles[0]))
+
+/* Every file this writer makes starts so (family() below): what it may
+ * replace (ADR-215). */
+#define METRICS_HEAD "# HELP resilix_"
 
 /* Latency state of one registry slot (guarded by that guard's lock). */
 struct lat {
@@ -673,39 +678,16 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 	    (unsigned long long)overflows);
 }
 
-/*
- * Is the file at path someone else's (ADR-215)? The rename of a write
- * replaces whatever has the name - a device node, a FIFO, a symbolic
- * link, another program's file - so the writer replaces only a file of
- * its own: missing, or a regular file that is empty or starts as every
- * file it writes does. Reads at most 16 bytes, without blocking or
- * following a link. NULL when the file may be replaced, else why not.
- */
+/* Is the file at path someone else's (ADR-215)? NULL when it may be
+ * replaced: missing, or a regular file that starts as every file this
+ * writer makes does (ownfile.h); else why not. */
 static const char *foreign(void)
 {
-	static const char head[] = "# HELP resilix_";
-	char got[sizeof(head) - 1];
-	struct stat st;
-	ssize_t n;
-	int fd;
+	static const struct rx_file_io io = {rx__real_read, rx__real_close};
+	static char why[96];
 
-	if (lstat(path, &st) != 0)
-		return NULL; /* missing: the rename creates it */
-	if (S_ISLNK(st.st_mode))
-		return "is a symbolic link";
-	if (!S_ISREG(st.st_mode))
-		return "is not a regular file";
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (fd < 0)
-		return NULL; /* gone meanwhile, or unreadable: rename decides */
-	do
-		n = rx__real_read(fd, got, sizeof(got));
-	while (n < 0 && errno == EINTR);
-	rx__real_close(fd);
-	if (n > 0 && memcmp(got, head, (size_t)n) != 0)
-		return "is not a resilix metrics file (it does not start with "
-		       "'# HELP resilix_')";
-	return NULL;
+	return rx_file_foreign(&io, path, METRICS_HEAD, strlen(METRICS_HEAD),
+			       "resilix metrics file", why, sizeof(why));
 }
 
 /* Copy, format, write, rename. Caller holds the writer try-lock. */
@@ -736,9 +718,7 @@ static void write_file(uint64_t now)
 				path, what);
 		return;
 	}
-	o.fd =
-	    open(tmp_path,
-		 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	o.fd = rx_file_create_tmp(tmp_path, 0644);
 	if (o.fd < 0) {
 		what = "open";
 		goto fail;

@@ -13,9 +13,11 @@
  *     its effective value, and where the value came from ("default" or
  *     "environment"); with --verbose also the accepted values;
  *   - warnings about files the shim would fail to open (a log or metrics
- *     file in a directory that does not exist or is not writable). The
- *     shim treats those as warnings too - it keeps guarding - so they do
- *     not make the configuration invalid.
+ *     file in a directory that does not exist or is not writable) or
+ *     would refuse to replace (a metrics or state file whose name another
+ *     file, a link, a FIFO or a device has: ownfile.h). The shim treats
+ *     those as warnings too - it keeps guarding - so they do not make the
+ *     configuration invalid.
  * Exit status: 0 when the configuration is valid (the shim would guard
  * with it), 1 when it is not (the shim would pass everything through),
  * 2 on a usage error.
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ownfile.h"
 #include "shim_config.h"
 
 extern char **environ;
@@ -91,6 +94,42 @@ static void usage(FILE *f)
 		prog);
 }
 
+/* Warn when the shim would leave @path alone rather than replace it
+ * (ADR-215, ADR-201): the same test the shim makes. A metrics file name
+ * with %p is checked as this process would expand it - not at all. */
+static int check_own(const char *var, const char *path, const char *head,
+		     size_t len, const char *what)
+{
+	static const struct rx_file_io io = {read, close};
+	const char *why;
+	char buf[128];
+
+	if (!path || strstr(path, "%p"))
+		return 0;
+	why = rx_file_foreign(&io, path, head, len, what, buf, sizeof(buf));
+	if (!why)
+		return 0;
+	fprintf(stderr,
+		"%s: warning: %s=\"%s\" %s; the shim would leave it "
+		"untouched and guard without it\n",
+		prog, var, path, why);
+	return 1;
+}
+
+/* Copy @src into @dst with control characters shown as '?': a value from
+ * the environment must not break the table or reach the terminal as an
+ * escape sequence. */
+static void printable(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < size; i++)
+		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f)
+			     ? '?'
+			     : src[i];
+	dst[i] = '\0';
+}
+
 int main(int argc, char **argv)
 {
 	struct rx_config cfg;
@@ -120,6 +159,10 @@ int main(int argc, char **argv)
 		check_dir("RESILIX_LOG_FILE", cfg.log_file);
 		check_dir("RESILIX_METRICS_FILE", cfg.metrics_file);
 		check_dir("RESILIX_STATE_FILE", cfg.state_file);
+		check_own("RESILIX_METRICS_FILE", cfg.metrics_file,
+			  "# HELP resilix_", 15, "resilix metrics file");
+		check_own("RESILIX_STATE_FILE", cfg.state_file, "RXSN", 4,
+			  "resilix state file");
 	}
 
 	if (!quiet) {
@@ -139,11 +182,13 @@ int main(int argc, char **argv)
 			/* With errors, the struct holds what parsed: show
 			 * what the user wrote instead. */
 			if (errors && set)
-				snprintf(value, sizeof(value), "%s", set);
+				printable(value, sizeof(value), set);
 			else if (!rx_config_value(&cfg, i, value,
 						  sizeof(value)))
-				snprintf(value, sizeof(value), "%s",
-					 set ? set : "(default)");
+				printable(value, sizeof(value),
+					  set ? set : "(default)");
+			else
+				printable(value, sizeof(value), value);
 			printf("%-*s %-24s %s", (int)width, name, value,
 			       set ? "environment" : "default");
 			if (verbose)

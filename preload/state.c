@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "resilix/snapshot.h"
+#include "ownfile.h"
 #include "shim.h"
 
 /* The largest snapshot kept: beyond it, the file is "too large". */
@@ -165,33 +166,15 @@ static bool ours(const unsigned char *p, size_t len)
 	return memcmp(p, magic, len < sizeof(magic) ? len : sizeof(magic)) == 0;
 }
 
-/*
- * Is the file at path someone else's (ADR-201)? Reads at most 4 bytes,
- * without blocking. Returns NULL when it is missing, empty or ours, else
- * why it is not ours.
- */
+/* Is the file at path someone else's (ADR-201)? NULL when it is missing,
+ * empty or ours (ownfile.h), else why not. */
 static const char *foreign(void)
 {
-	unsigned char head[sizeof(magic)];
-	struct stat st;
-	ssize_t n;
-	int fd;
+	static const struct rx_file_io io = {rx__real_read, rx__real_close};
+	static char why[96];
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return NULL; /* missing, or read_file says why */
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rx__real_close(fd);
-		return "is not a regular file";
-	}
-	do
-		n = rx__real_read(fd, head, sizeof(head));
-	while (n < 0 && errno == EINTR);
-	rx__real_close(fd);
-	if (n > 0 && !ours(head, (size_t)n))
-		return "is not a resilix state file (it does not start with "
-		       "RXSN)";
-	return NULL;
+	return rx_file_foreign(&io, path, magic, sizeof(magic),
+			       "resilix state file", why, sizeof(why));
 }
 
 /*
@@ -461,8 +444,7 @@ static const char *replace_file(size_t len)
 	ssize_t n;
 	int fd;
 
-	fd = open(tmp_path,
-		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = rx_file_create_tmp(tmp_path, 0600);
 	if (fd < 0)
 		return "open";
 	/* The file we replace keeps its mode (the umask does not apply to

@@ -58,6 +58,35 @@ rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/own.prom" "$CLIENT" \
 	--port "$RX_PORT" --requests 1 >"$out" 2>"$err" || rx_fail "exit status $?"
 rx_assert_eq "own: replaced without a warning" 0 \
 	"$(grep -c 'metrics-write' "$err")"
+# Something already at the temporary file's name (<file>.tmp.<pid>): a
+# hard link to someone's file is never written through, and a FIFO never
+# blocks the program. The same for the state file. sh's exec keeps the
+# pid, so the name is known in advance.
+echo "precious data" >"$RX_TMP/precious"
+for kind in link fifo; do
+	for var in METRICS STATE; do
+		f=$RX_TMP/$kind-$var.prom
+		rx_shim "${guard[@]}" RESILIX_${var}_FILE="$f" sh -c '
+			if [ "$1" = link ]; then ln "$2" "$3.tmp.$$"
+			else mkfifo "$3.tmp.$$"; fi
+			shift 3
+			exec "$@"' sh "$kind" "$RX_TMP/precious" "$f" \
+			"$CLIENT" --port "$RX_PORT" --requests 3 >"$out" 2>"$err" ||
+			rx_fail "$kind $var: exit status $? (a FIFO blocked?)"
+		[ -s "$f" ] || rx_fail "$kind $var: the file was not written"
+	done
+done
+rx_assert_eq "tmp names: the linked file untouched" "precious data" \
+	"$(cat "$RX_TMP/precious")"
+
+# The checker says what the shim would do with a file in the way.
+rx_assert_eq "checker: other.prom" 1 "$(RESILIX_METRICS_FILE="$RX_TMP/other.prom" \
+	"$RESILIX_BUILDDIR/resilix-config" --quiet 2>&1 |
+	grep -c 'warning: RESILIX_METRICS_FILE=.*not a resilix metrics file')"
+rx_assert_eq "checker: a link as state file" 1 "$(RESILIX_STATE_FILE="$RX_TMP/link.prom" \
+	"$RESILIX_BUILDDIR/resilix-config" --quiet 2>&1 |
+	grep -c 'warning: RESILIX_STATE_FILE=.*is a symbolic link')"
+
 # A program that exits while its threads are mid-call: the write at exit
 # waits for one in progress and keeps later ones from starting, so no
 # temporary file is left behind (8 of 30 runs left one before).
