@@ -97,4 +97,14 @@ timeout 10 "$RUN" --status "$RX_TMP/junk" >"$out" 2>"$err"
 rx_assert_eq "--status on a file that is not metrics" 2 "$?"
 timeout 10 "$RUN" --status "$RX_TMP/missing" >"$out" 2>"$err"
 rx_assert_eq "--status on a missing file" 2 "$?"
+# A state file given by mistake: said in one line, no traceback.
+printf 'RXSN\001\356\377' >"$RX_TMP/state"
+timeout 10 "$RUN" --status "$RX_TMP/state" >"$out" 2>"$err"
+rx_assert_eq "--status on a state file" 2 "$?"
+rx_assert_eq "--status on a state file: one line saying so" \
+	"1 1" "$(wc -l <"$err" | tr -d ' ') $(grep -c 'a resilix state file' "$err")"
+printf '\356\377' >"$RX_TMP/binary"
+timeout 10 "$RUN" --status "$RX_TMP/binary" >"$out" 2>"$err"
+rx_assert_eq "--status on a binary file" 2 "$?"
+rx_assert_no_grep "--status on a binary file: no traceback" Traceback "$err"
 rx_pass
