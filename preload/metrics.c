@@ -61,6 +61,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -428,155 +429,115 @@ static void family(struct out *o, const char *name, const char *type,
 }
 
 /*
- * The families with one sample per key, "NAME{key="K"} VALUE": each
- * formats its value from a key's snapshot into @v. Tables, so that a
- * family is one line here and the writing loop exists once.
+ * The families with one sample per key, "NAME{key="K"} VALUE": each names
+ * the field of a key's snapshot it shows and how to print it. Tables, so
+ * that a family is one line here and the writing loop exists once.
  */
-typedef void value_fn(const struct snap *s, char *v, size_t size);
+enum value_kind {
+	V_U32,	  /* uint32_t, as is */
+	V_U64,	  /* uint64_t, as is */
+	V_BOOL,	  /* bool, as 0 or 1 */
+	V_RATIO,  /* double, six decimals */
+	V_MS_AS_S, /* uint64_t ms, as seconds */
+	V_US_AS_S  /* uint64_t µs, as seconds */
+};
 
 struct per_key_family {
 	const char *name, *type, *help;
-	value_fn *value;
+	enum value_kind kind;
+	size_t offset; /* of the field in struct snap */
 };
 
-static void u32(char *v, size_t size, uint32_t x)
-{
-	snprintf(v, size, "%u", x);
-}
+#define AT(field) offsetof(struct snap, field)
 
-static void u64(char *v, size_t size, uint64_t x)
+/* Format the field @f shows of key @s into @v. */
+static void value_of(const struct per_key_family *f, const struct snap *s,
+		     char *v, size_t size)
 {
-	snprintf(v, size, "%llu", (unsigned long long)x);
-}
+	const char *p = (const char *)s + f->offset;
+	uint64_t u64;
+	uint32_t u32;
+	double d;
+	bool b;
 
-static void v_transitions(const struct snap *s, char *v, size_t size)
-{
-	u64(v, size, s->breaker.transitions);
-}
-
-static void v_open_remaining(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, (double)s->breaker.open_remaining_ms / 1e3);
-}
-
-static void v_failure_ratio(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, s->breaker.failure_rate);
-}
-
-static void v_slow_ratio(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, s->breaker.slow_call_rate);
-}
-
-static void v_window_calls(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->breaker.window_count);
-}
-
-static void v_window_age(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, (double)s->breaker.effective_max_age_ms / 1e3);
-}
-
-static void v_starved(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->breaker.starved ? 1 : 0);
-}
-
-static void v_consecutive(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->breaker.consecutive_failures);
-}
-
-static void v_slow_calls(const struct snap *s, char *v, size_t size)
-{
-	u64(v, size, s->counters.slow);
-}
-
-static void v_in_flight(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->in_flight);
-}
-
-static void v_limit(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->limiter.limit);
-}
-
-static void v_limiter_in_flight(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->limiter.in_flight);
-}
-
-static void v_queued(const struct snap *s, char *v, size_t size)
-{
-	u32(v, size, s->limiter.queued);
-}
-
-static void v_p90(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, (double)s->limiter.p90_us / 1e6);
-}
-
-static void v_rtt_noload(const struct snap *s, char *v, size_t size)
-{
-	num(v, size, (double)s->limiter.rtt_noload_us / 1e6);
-}
-
-static void v_drops(const struct snap *s, char *v, size_t size)
-{
-	u64(v, size, s->limiter.drops);
+	switch (f->kind) {
+	case V_U32:
+		memcpy(&u32, p, sizeof(u32));
+		snprintf(v, size, "%u", u32);
+		break;
+	case V_U64:
+		memcpy(&u64, p, sizeof(u64));
+		snprintf(v, size, "%llu", (unsigned long long)u64);
+		break;
+	case V_BOOL:
+		memcpy(&b, p, sizeof(b));
+		snprintf(v, size, "%d", b ? 1 : 0);
+		break;
+	case V_RATIO:
+		memcpy(&d, p, sizeof(d));
+		num(v, size, d);
+		break;
+	case V_MS_AS_S:
+	case V_US_AS_S:
+		memcpy(&u64, p, sizeof(u64));
+		num(v, size, (double)u64 / (f->kind == V_MS_AS_S ? 1e3 : 1e6));
+		break;
+	}
 }
 
 static const struct per_key_family breaker_families[] = {
     {"resilix_breaker_transitions_total", "counter",
-     "Circuit breaker state changes.", v_transitions},
+     "Circuit breaker state changes.", V_U64, AT(breaker.transitions)},
     {"resilix_breaker_open_remaining_seconds", "gauge",
-     "Time left before an open breaker admits a probe.", v_open_remaining},
+     "Time left before an open breaker admits a probe.", V_MS_AS_S,
+     AT(breaker.open_remaining_ms)},
     {"resilix_failure_ratio", "gauge",
      "Failed calls over calls in the breaker's window (0 when empty).",
-     v_failure_ratio},
+     V_RATIO, AT(breaker.failure_rate)},
     {"resilix_slow_call_ratio", "gauge",
      "Slow calls over calls in the breaker's window (0 when empty or "
      "without RESILIX_SLOW_CALL_MS).",
-     v_slow_ratio},
+     V_RATIO, AT(breaker.slow_call_rate)},
     {"resilix_window_calls", "gauge", "Calls in the breaker's window now.",
-     v_window_calls},
+     V_U32, AT(breaker.window_count)},
     {"resilix_window_max_age_seconds", "gauge",
      "Effective age bound of the window (after starvation widening; 0 = "
      "none).",
-     v_window_age},
+     V_MS_AS_S, AT(breaker.effective_max_age_ms)},
     {"resilix_window_starved", "gauge",
      "1 when the age bound keeps the window below RESILIX_MIN_CALLS.",
-     v_starved},
+     V_BOOL, AT(breaker.starved)},
     {"resilix_consecutive_failures", "gauge",
-     "Failures in a row (the backstop's count).", v_consecutive},
+     "Failures in a row (the backstop's count).", V_U32,
+     AT(breaker.consecutive_failures)},
 };
 
 static const struct per_key_family call_families[] = {
     {"resilix_slow_calls_total", "counter",
-     "Settled calls at or above RESILIX_SLOW_CALL_MS.", v_slow_calls},
+     "Settled calls at or above RESILIX_SLOW_CALL_MS.", V_U64,
+     AT(counters.slow)},
     {"resilix_calls_in_flight", "gauge", "Admitted calls not settled yet.",
-     v_in_flight},
+     V_U32, AT(in_flight)},
 };
 
 /* For the keys where a limiter runs. */
 static const struct per_key_family limiter_families[] = {
     {"resilix_limiter_limit", "gauge",
-     "Adaptive concurrency limit of the key now.", v_limit},
+     "Adaptive concurrency limit of the key now.", V_U32, AT(limiter.limit)},
     {"resilix_limiter_in_flight_calls", "gauge",
-     "Calls the limiter counts in flight.", v_limiter_in_flight},
+     "Calls the limiter counts in flight.", V_U32, AT(limiter.in_flight)},
     {"resilix_limiter_queued_calls", "gauge",
-     "Blocking callers waiting for a place.", v_queued},
+     "Blocking callers waiting for a place.", V_U32, AT(limiter.queued)},
     {"resilix_limiter_latency_p90_seconds", "gauge",
      "The limiter's latency signal: the last closed window's quantile (0 "
      "before the first window).",
-     v_p90},
+     V_US_AS_S, AT(limiter.p90_us)},
     {"resilix_limiter_rtt_noload_seconds", "gauge",
-     "The baseline latency the limiter compares with.", v_rtt_noload},
+     "The baseline latency the limiter compares with.", V_US_AS_S,
+     AT(limiter.rtt_noload_us)},
     {"resilix_limiter_drops_total", "counter",
-     "Overload and timeout verdicts the limiter saw.", v_drops},
+     "Overload and timeout verdicts the limiter saw.", V_U64,
+     AT(limiter.drops)},
 };
 
 /* Write @count families of @fam for the first @n keys (with
@@ -593,7 +554,7 @@ static void per_key(struct out *o, const struct per_key_family *fam,
 		for (i = 0; i < n; i++) {
 			if (limiter_only && !snaps[i].limiter_on)
 				continue;
-			fam[f].value(&snaps[i], v, sizeof(v));
+			value_of(&fam[f], &snaps[i], v, sizeof(v));
 			put(o, "%s{key=\"%s\"} %s\n", fam[f].name,
 			    escape(k, snaps[i].key), v);
 		}
