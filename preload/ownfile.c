@@ -27,6 +27,7 @@ const char *rx_file_foreign(const struct rx_file_io *io, const char *path,
 {
 	unsigned char got[64];
 	struct stat st;
+	size_t shown = 0;
 	ssize_t n;
 	int fd;
 
@@ -47,8 +48,11 @@ const char *rx_file_foreign(const struct rx_file_io *io, const char *path,
 	io->close(fd);
 	if (n <= 0 || memcmp(got, head, (size_t)n) == 0)
 		return NULL;
+	/* @head need not be a string (the state file's magic is 4 bytes). */
+	while (shown < len && head[shown] != '\n' && head[shown] != '\0')
+		shown++;
 	snprintf(why, why_size, "is not a %s (it does not start with '%.*s')",
-		 what, (int)strcspn(head, "\n"), head);
+		 what, (int)shown, head);
 	return why;
 }
 
