@@ -4,6 +4,8 @@
  * responses skipped, upgrades and non-HTTP bytes told apart, and which
  * writes start a request (ADR-191, ADR-214).
  */
+#include "config.h" /* _GNU_SOURCE, as in the shim's own files */
+
 #include <string.h>
 #include <sys/uio.h>
 
