@@ -117,7 +117,10 @@ static uint32_t max_keys;
 static struct lat *lats;   /* max_keys, mmap (lazily touched) */
 static struct snap *snaps; /* max_keys, mmap */
 static char *buf;	   /* BUF_BYTES, mmap */
-static const char *path_template;
+/* RESILIX_METRICS_FILE, copied at start-up and made absolute: the value
+ * lives in the environment block, which programs reuse (nginx writes its
+ * process title over it), and a daemon may chdir before it writes. */
+static char path_template[PATH_MAX];
 static bool per_pid; /* the template has %p */
 static char path[PATH_MAX];
 static char tmp_path[PATH_MAX];
@@ -176,7 +179,20 @@ void rx__metrics_setup(const struct rx_config *cfg, struct rx_registry *reg,
 
 	if (!cfg->metrics_file)
 		return;
-	path_template = cfg->metrics_file;
+	path_template[0] = '\0';
+	if (cfg->metrics_file[0] != '/' &&
+	    (!getcwd(path_template, sizeof(path_template)) ||
+	     path_template[0] != '/'))
+		path_template[0] = '\0';
+	if (path_template[0] != '\0' && strcmp(path_template, "/") != 0)
+		strcat(path_template, "/");
+	if (strlen(path_template) + strlen(cfg->metrics_file) >=
+	    sizeof(path_template)) {
+		rx__log_plain("RESILIX_METRICS_FILE is too long; metrics are "
+			      "off");
+		return;
+	}
+	strcat(path_template, cfg->metrics_file);
 	per_pid = strstr(path_template, "%p") != NULL;
 	writer_pid = getpid();
 	if (!expand_paths(writer_pid)) {

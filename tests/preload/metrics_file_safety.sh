@@ -5,7 +5,8 @@
 # file with other contents, a FIFO and a symbolic link in the file's place
 # are left exactly as they were, with one warning, and guarding goes on;
 # the shim's own earlier file is replaced as usual; a program that exits
-# mid-call leaves no temporary file.
+# mid-call leaves no temporary file; a program that reuses its environment
+# block for its title still gets its file.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_upstream_start up --phases 0:status:500
@@ -86,6 +87,17 @@ rx_assert_eq "checker: other.prom" 1 "$(RESILIX_METRICS_FILE="$RX_TMP/other.prom
 rx_assert_eq "checker: a link as state file" 1 "$(RESILIX_STATE_FILE="$RX_TMP/link.prom" \
 	"$RESILIX_BUILDDIR/resilix-config" --quiet 2>&1 |
 	grep -c 'warning: RESILIX_STATE_FILE=.*is a symbolic link')"
+
+# A program that writes its process title over its environment block
+# (nginx, postgres), then forks a worker: the worker's own file (%p) is
+# written under the name the variable had at start-up, and a relative
+# name is resolved then too.
+(cd "$RX_TMP" && rx_shim RESILIX_METRICS_FILE="title-%p.prom" \
+	"$RESILIX_BUILDDIR/tests/support/proctitle" "$RX_PORT") >"$out" 2>"$err" ||
+	rx_fail "proctitle: exit status $?"
+rx_assert_eq "proctitle: the worker's file" 1 \
+	"$(ls "$RX_TMP" | grep -c '^title-[0-9]*\.prom$')"
+rx_assert_no_grep "proctitle: no write failure" 'metrics-write-failed' "$err"
 
 # A program that exits while its threads are mid-call: the write at exit
 # waits for one in progress and keeps later ones from starting, so no
