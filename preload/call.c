@@ -776,6 +776,18 @@ static void release(struct rx_guard *g)
 	rx__unlock(&registry_lock);
 }
 
+/* Settle a connect's address permit (ADR-220) and unpin its guard;
+ * nothing when @g is NULL. */
+static void addr_settle(struct rx_guard *g, const struct rx_gate_permit *p,
+			enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+			uint64_t now, const char *at)
+{
+	if (!g)
+		return;
+	settle(g, p, v, start_ns, end_ns, now, at);
+	release(g);
+}
+
 /* ------------------------------------------------------------------------
  * Ending a call on an fd.
  * ---------------------------------------------------------------------- */
@@ -785,7 +797,26 @@ struct ending {
 	struct rx_guard *guard;
 	struct rx_gate_permit permit;
 	uint64_t start_ns, end_ns;
+	struct rx_guard *addr_guard; /* the connect's address (ADR-220) */
+	struct rx_gate_permit addr_permit;
 };
+
+/* Take the connect's address permit off @e, if it still has one (stripe
+ * lock held): *@g is its guard, or NULL. */
+static inline __attribute__((always_inline)) void
+take_addr_locked(struct rx_fd *e, struct rx_guard **g,
+		 struct rx_gate_permit *p)
+{
+	uint32_t i;
+
+	*g = e->addr_guard;
+	if (!*g)
+		return;
+	p->count = e->addr_count;
+	for (i = 0; i < e->addr_count && i < 2; i++)
+		p->tickets[i] = e->addr_tickets[i];
+	e->addr_guard = NULL;
+}
 
 /* Take the current call off @e (stripe lock held) and move to @phase.
  * Inline: it runs at every first byte (ADR-187). */
@@ -797,7 +828,30 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
 	permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
+	take_addr_locked(e, &out->addr_guard, &out->addr_permit);
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
+}
+
+/*
+ * Settle a finished call with @v. Under RESILIX_KEY=host a connect whose
+ * outcome was not seen yet still holds its address's permit (ADR-220):
+ * the address takes the connect's outcome - a success when the call got
+ * @connected (bytes came back), else @v - and a failure then releases
+ * the name's call without evidence, since the program's own fallback
+ * may reach the name through another address.
+ */
+static void finish(struct ending *end, enum rx_verdict v, bool connected,
+		   uint64_t now, const char *at)
+{
+	if (end->addr_guard) {
+		addr_settle(end->addr_guard, &end->addr_permit,
+			    connected ? RX_SUCCESS : v, end->start_ns,
+			    end->end_ns, now, at);
+		if (!connected)
+			v = RX_REJECTED;
+	}
+	settle(end->guard, &end->permit, v, end->start_ns, end->end_ns, now,
+	       at);
 }
 
 /* Is @op still about the call it began on? (stripe lock held) */
@@ -958,12 +1012,11 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
 	rx__unlock(l);
 	if (adverse(v, end.start_ns, end.end_ns) && !still_ours(op->fd, op->e)) {
 		/* Not the upstream's socket any more (ADR-190). */
-		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
-		       end.end_ns, now, "stale-fd");
+		finish(&end, RX_REJECTED, false, now, "stale-fd");
 		forget_stale(op->fd, op->e, op->epoch);
 		return;
 	}
-	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now, at);
+	finish(&end, v, false, now, at);
 }
 
 static void fail_call(struct rx_op *op, enum rx_verdict v, const char *at)
@@ -1045,13 +1098,11 @@ static bool settle_overdue(struct rx_op *op)
 	end_call_locked(op->e, RX_FD_DONE, now, &end);
 	rx__unlock(l);
 	if (v == RX_TIMEOUT && !still_ours(op->fd, op->e)) {
-		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
-		       end.end_ns, now, "stale-fd"); /* ADR-190 */
+		finish(&end, RX_REJECTED, false, now, "stale-fd"); /* ADR-190 */
 		forget_stale(op->fd, op->e, op->epoch);
 		return true;
 	}
-	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
-	       v == RX_TIMEOUT ? "deadline" : "expired");
+	finish(&end, v, false, now, v == RX_TIMEOUT ? "deadline" : "expired");
 	return true;
 }
 
@@ -1092,26 +1143,28 @@ static bool quiet_for(int fd, uint64_t ns)
 /* Move a pending connect to WAITING (it connected). */
 static void connected(struct rx_op *op)
 {
+	struct rx_gate_permit ap;
+	struct rx_guard *ag = NULL;
 	struct rx_lock *l;
-	uint64_t now;
+	uint64_t now = now_ns(), start = 0;
 
 	if (!owner_fast())
 		return;
-	/* When the request has not begun yet, the completion is seen here
-	 * (a blocking connect's return, SO_ERROR 0): the idle time until its
-	 * first write is the program's, not the upstream's (ADR-192). */
-	now = atomic_load_explicit(&op->e->wrote, memory_order_relaxed)
-		  ? 0
-		  : now_ns();
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (same_call(op) && rx__fd_phase(op->e) == RX_FD_CONNECTING) {
+		/* When the request has not begun yet, the completion is seen
+		 * here (a blocking connect's return): the idle time until its
+		 * first write is the program's, not the upstream's (ADR-192). */
 		if (!atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
 			op->e->connected_ns = now;
+		take_addr_locked(op->e, &ag, &ap);
+		start = op->e->start_ns;
 		atomic_store_explicit(&op->e->phase, RX_FD_WAITING,
 				      memory_order_release);
 	}
 	rx__unlock(l);
+	addr_settle(ag, &ap, RX_SUCCESS, start, now, now, "connected");
 }
 
 /*
@@ -1125,8 +1178,10 @@ static void seen_connected(struct rx_op *op)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	struct rx_gate_permit ap;
+	struct rx_guard *ag = NULL;
 	struct rx_lock *l;
-	uint64_t now;
+	uint64_t now, start;
 
 	if (!owner_fast() ||
 	    atomic_load_explicit(&op->e->wrote, memory_order_relaxed) ||
@@ -1138,7 +1193,11 @@ static void seen_connected(struct rx_op *op)
 	if (same_call(op) && op->e->connected_ns == 0 &&
 	    !atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
 		op->e->connected_ns = now;
+	if (same_call(op))
+		take_addr_locked(op->e, &ag, &ap);
+	start = op->e->start_ns;
 	rx__unlock(l);
+	addr_settle(ag, &ap, RX_SUCCESS, start, now, now, "connected");
 }
 
 /*
@@ -1228,8 +1287,11 @@ static void end_record(int fd, struct rx_fd *e)
 		if (late && !still_ours(fd, e))
 			late = false;
 
-		settle(end.guard, &end.permit, late ? RX_TIMEOUT : RX_REJECTED,
-		       end.start_ns, now, now, "close");
+		finish(&end, late ? RX_TIMEOUT : RX_REJECTED, false, now,
+		       "close");
+	} else {
+		addr_settle(end.addr_guard, &end.addr_permit, RX_REJECTED,
+			    end.start_ns, now, now, "close");
 	}
 	release(end.guard);
 }
@@ -1343,10 +1405,12 @@ static struct rx_fd *record_for_connect(int fd, struct rx_fd *e,
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 				      const struct sockaddr *sa, socklen_t len)
 {
-	struct rx_gate_permit permit;
-	char key[RX_KEY_MAX + 1];
+	struct rx_gate_permit permit, apermit;
+	char key[RX_KEY_MAX + 1], ipkey[RX_KEY_MAX + 1];
 	struct sockaddr_in v4;
-	struct rx_guard *g;
+	struct rx_guard *g, *ag = NULL;
+	size_t iplen;
+	bool named;
 	struct rx_fd *e;
 	struct rx_lock *l;
 	uint64_t dev, ino;
@@ -1380,9 +1444,14 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		sa = NULL; /* a bad pointer: the kernel's EFAULT (ADR-195) */
 	if (sa)
 		sa = unmapped(sa, &len, &v4);
-	klen = sa ? format_key(sa, len, key, sizeof(key)) : 0;
+	iplen = sa ? format_key(sa, len, ipkey, sizeof(ipkey)) : 0;
+	memcpy(key, ipkey, iplen + 1);
+	klen = iplen;
 	if (klen > 0 && cfg.key_host) /* ADR-144 */
 		klen = rx__dns_key(sa, len, key, sizeof(key), klen);
+	/* Keyed by a name: the connect's own outcome is the address's
+	 * (ADR-220). */
+	named = klen != iplen || memcmp(key, ipkey, klen) != 0;
 	if (klen == 0) {
 		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
 		 * dissolves a TCP association): whatever we knew is over. */
@@ -1435,10 +1504,20 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		goto pass;
 
 	now = now_ns();
+	/* The address first: a dead address of a live name is refused at
+	 * once, and the program's fallback moves on (ADR-220). */
+	if (named && (ag = acquire(ipkey, iplen, now)) != NULL &&
+	    !admit(ag, &now, &apermit, "connect", fd, false)) {
+		release(ag);
+		rx__inside = 0;
+		return RX_OP_REFUSE;
+	}
 	g = acquire(key, klen, now);
-	if (!g)
-		goto pass;
-	if (!admit(g, &now, &permit, "connect", fd, false)) {
+	if (!g || !admit(g, &now, &permit, "connect", fd, false)) {
+		addr_settle(ag, &apermit, RX_REJECTED, now, now, now,
+			    "refused");
+		if (!g)
+			goto pass;
 		release(g);
 		rx__inside = 0;
 		return RX_OP_REFUSE;
@@ -1448,6 +1527,12 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* Atomic: start_call reads it without the lock (ADR-186). */
 	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
 	permit_copy(&e->permit, &permit);
+	e->addr_guard = ag;
+	e->addr_count = ag ? (apermit.count < 2 ? apermit.count : 2) : 0;
+	if (ag) {
+		e->addr_tickets[0] = apermit.tickets[0];
+		e->addr_tickets[1] = apermit.tickets[1];
+	}
 	e->start_ns = now;
 	e->first_byte_ns = 0;
 	e->connected_ns = 0;
@@ -1549,10 +1634,18 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	switch (r) {
 	case RX_SNIFF_MORE:
 		/* Bytes arrived, so a pending connect did connect. */
-		if (rx__fd_phase(e) == RX_FD_CONNECTING)
+		if (rx__fd_phase(e) == RX_FD_CONNECTING) {
+			take_addr_locked(e, &end.addr_guard,
+					 &end.addr_permit);
+			end.start_ns = e->start_ns;
 			atomic_store_explicit(&e->phase, RX_FD_WAITING,
 					      memory_order_release);
+		} else {
+			end.addr_guard = NULL;
+		}
 		rx__unlock(l);
+		addr_settle(end.addr_guard, &end.addr_permit, RX_SUCCESS,
+			    end.start_ns, now, now, "connected");
 		return;
 	case RX_SNIFF_FINAL:
 		v = rx_verdict_from_http(status);
@@ -1586,12 +1679,11 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	if (adverse(v, end.start_ns, end.end_ns) && !still_ours(op->fd, e)) {
 		/* Bytes of whatever now has the number, not a response
 		 * (ADR-190). */
-		settle(end.guard, &end.permit, RX_REJECTED, end.start_ns,
-		       end.end_ns, now, "stale-fd");
+		finish(&end, RX_REJECTED, false, now, "stale-fd");
 		forget_stale(op->fd, e, op->epoch);
 		return;
 	}
-	settle(end.guard, &end.permit, v, end.start_ns, end.end_ns, now,
+	finish(&end, v, true, now,
 	       late ? (v == RX_TIMEOUT ? "deadline" : "expired")
 		    : "first-byte");
 }

@@ -306,6 +306,13 @@ struct rx_fd {
 	/* Numbers mapped to this record; 0: free. Changed under the stripe
 	 * lock (fdtable.c). */
 	_Atomic uint32_t refs;
+	/* RESILIX_KEY=host: a connect's outcome is its address's (ADR-220).
+	 * The address's guard, pinned from the connect until its outcome is
+	 * known, and its tickets (a guard holds at most two); NULL when the
+	 * call is keyed by address anyway. */
+	struct rx_guard *addr_guard;
+	uint32_t addr_count;
+	struct rx_ticket addr_tickets[2];
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));
 
 /* A record fills one power-of-two slot: the fast path of every I/O call

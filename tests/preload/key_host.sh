@@ -103,14 +103,57 @@ done
 rx_shim RESILIX_LOG=debug RESILIX_KEY=host python3 -c "$probe" "$P" \
 	>"$out" 2>"$err"
 # 127.0.0.1 was resolved from "localhost": the connect by address is
-# keyed by that name too; 127.0.0.2 never was.
+# keyed by that name too, and the connect's own outcome by the address
+# (ADR-220); 127.0.0.2 never was.
 rx_assert_eq "RESILIX_KEY=host: keys settled" \
-	"key=localhost:$P key=localhost:$P key=127.0.0.2:$P" \
+	"key=127.0.0.1:$P key=localhost:$P key=127.0.0.1:$P key=localhost:$P key=127.0.0.2:$P" \
 	"$(grep -o 'key=[^ ]* event=settle' "$err" | cut -d' ' -f1 | paste -sd' ')"
 rx_shim RESILIX_LOG=debug python3 -c "$probe" "$P" >"$out" 2>"$err"
 rx_assert_eq "default: keys settled" \
 	"key=127.0.0.1:$P key=127.0.0.1:$P key=127.0.0.2:$P" \
 	"$(grep -o 'key=[^ ]* event=settle' "$err" | cut -d' ' -f1 | paste -sd' ')"
+# RESILIX_KEY=host, a name with a dead and a live address (a private
+# /etc/hosts in a mount namespace): the program falls back through the
+# name's addresses, dead first. The dead address's refusals open that
+# address's breaker only - its connects are then refused at once and the
+# fallback moves on - and the name, always answered, never opens.
+printf '127.0.0.1 localhost\n127.0.0.1 dual.test\n127.0.0.2 dual.test\n' \
+	>"$RX_TMP/hosts"
+dual='
+import socket, sys
+port = int(sys.argv[1])
+ok = 0
+for i in range(30):
+    addrs = sorted({a[4][0] for a in socket.getaddrinfo("dual.test", port,
+                    type=socket.SOCK_STREAM)}, reverse=True)
+    for addr in addrs:
+        s = socket.socket()
+        try:
+            s.connect((addr, port))
+        except ConnectionRefusedError:
+            s.close()
+            continue
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        ok += s.recv(12) == b"HTTP/1.1 200"
+        s.close()
+        break
+print("ok", ok)
+'
+if timeout 5 unshare -m sh -c "mount --bind '$RX_TMP/hosts' /etc/hosts" 2>/dev/null; then
+	rx_shim unshare -m sh -c 'mount --bind "$1" /etc/hosts && shift &&
+		exec env "$@"' sh "$RX_TMP/hosts" RESILIX_KEY=host RESILIX_LOG=info \
+		RESILIX_MIN_CALLS=4 RESILIX_WINDOW_CALLS=10 RESILIX_OPEN_MS=30000 \
+		python3 -c "$dual" "$P" >"$out" 2>"$err" ||
+		rx_fail "dual name: exit status $?"
+	rx_assert_eq "dual name: every request answered" "ok 30" "$(cat "$out")"
+	rx_assert_grep "dual name: the dead address's breaker opened" \
+		"key=127.0.0.2:$P event=breaker-transition from=closed to=open" "$err"
+	rx_assert_no_grep "dual name: the name's breaker never moved" \
+		"key=dual.test:$P event=breaker-transition" "$err"
+else
+	rx_log "NOTE: no mount namespace here (unshare -m): the dual-name part is skipped"
+fi
+
 rx_assert_eq "bad RESILIX_KEY: one line" 1 \
 	"$(rx_shim RESILIX_KEY=name true 2>&1 | grep -c 'RESILIX_KEY="name" is not valid')"
 rx_pass
