@@ -840,8 +840,9 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
  * the name's call without evidence, since the program's own fallback
  * may reach the name through another address.
  */
-static void finish(struct ending *end, enum rx_verdict v, bool connected,
-		   uint64_t now, const char *at)
+static inline __attribute__((always_inline)) void
+finish(struct ending *end, enum rx_verdict v, bool connected, uint64_t now,
+       const char *at)
 {
 	if (end->addr_guard) {
 		addr_settle(end->addr_guard, &end->addr_permit,

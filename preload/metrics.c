@@ -450,10 +450,10 @@ static void family(struct out *o, const char *name, const char *type,
  * that a family is one line here and the writing loop exists once.
  */
 enum value_kind {
-	V_U32,	  /* uint32_t, as is */
-	V_U64,	  /* uint64_t, as is */
-	V_BOOL,	  /* bool, as 0 or 1 */
-	V_RATIO,  /* double, six decimals */
+	V_U32,	   /* uint32_t, as is */
+	V_U64,	   /* uint64_t, as is */
+	V_BOOL,	   /* bool, as 0 or 1 */
+	V_RATIO,   /* double, six decimals */
 	V_MS_AS_S, /* uint64_t ms, as seconds */
 	V_US_AS_S  /* uint64_t µs, as seconds */
 };
@@ -508,8 +508,8 @@ static const struct per_key_family breaker_families[] = {
      "Time left before an open breaker admits a probe.", V_MS_AS_S,
      AT(breaker.open_remaining_ms)},
     {"resilix_failure_ratio", "gauge",
-     "Failed calls over calls in the breaker's window (0 when empty).",
-     V_RATIO, AT(breaker.failure_rate)},
+     "Failed calls over calls in the breaker's window (0 when empty).", V_RATIO,
+     AT(breaker.failure_rate)},
     {"resilix_slow_call_ratio", "gauge",
      "Slow calls over calls in the breaker's window (0 when empty or "
      "without RESILIX_SLOW_CALL_MS).",
@@ -521,8 +521,8 @@ static const struct per_key_family breaker_families[] = {
      "none).",
      V_MS_AS_S, AT(breaker.effective_max_age_ms)},
     {"resilix_window_starved", "gauge",
-     "1 when the age bound keeps the window below RESILIX_MIN_CALLS.",
-     V_BOOL, AT(breaker.starved)},
+     "1 when the age bound keeps the window below RESILIX_MIN_CALLS.", V_BOOL,
+     AT(breaker.starved)},
     {"resilix_consecutive_failures", "gauge",
      "Failures in a row (the backstop's count).", V_U32,
      AT(breaker.consecutive_failures)},
@@ -598,8 +598,7 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 				    escape(k, snaps[i].key),
 				    rx_breaker_state_name(j),
 				    snaps[i].breaker.state == j);
-		per_key(o, breaker_families, COUNT(breaker_families), n,
-			false);
+		per_key(o, breaker_families, COUNT(breaker_families), n, false);
 	}
 	family(o, "resilix_calls_total", "counter",
 	       "Admitted calls, by verdict (rejected: released without "

@@ -71,8 +71,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "resilix/snapshot.h"
 #include "ownfile.h"
+#include "resilix/snapshot.h"
 #include "shim.h"
 
 /* The largest snapshot kept: beyond it, the file is "too large". */

@@ -43,10 +43,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -91,11 +91,11 @@ static const char *outcome(int rc)
 {
 	if (rc >= 0)
 		return "ok";
-	return errno == EISCONN		? "EISCONN"
-	       : errno == ECONNREFUSED	? "ECONNREFUSED"
+	return errno == EISCONN	       ? "EISCONN"
+	       : errno == ECONNREFUSED ? "ECONNREFUSED"
 	       : errno == ECONNABORTED ? "ECONNABORTED"
-	       : errno == EINPROGRESS	? "EINPROGRESS"
-					: "other";
+	       : errno == EINPROGRESS  ? "EINPROGRESS"
+				       : "other";
 }
 
 static void request(int fd)
@@ -252,8 +252,9 @@ int main(int argc, char **argv)
 			getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
 			rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
 			again = outcome(rc);
-			printf("attempt %d connect=%s so_error=%s again=%s\n", i,
-			       first, e == ECONNREFUSED ? "ECONNREFUSED" : "other",
+			printf("attempt %d connect=%s so_error=%s again=%s\n",
+			       i, first,
+			       e == ECONNREFUSED ? "ECONNREFUSED" : "other",
 			       again);
 			close(fd);
 		}

@@ -64,9 +64,9 @@ static void test_upgrade_and_other(void)
 {
 	int status;
 
-	CU_ASSERT_EQUAL(feed("HTTP/1.1 101 Switching Protocols\r\n\r\n", 64,
-			     &status),
-			RX_SNIFF_UPGRADE);
+	CU_ASSERT_EQUAL(
+	    feed("HTTP/1.1 101 Switching Protocols\r\n\r\n", 64, &status),
+	    RX_SNIFF_UPGRADE);
 	CU_ASSERT_EQUAL(feed("\x16\x03\x01\x02\x00", 64, &status),
 			RX_SNIFF_OTHER);
 	CU_ASSERT_EQUAL(feed("SSH-2.0-OpenSSH\r\n", 64, &status),
@@ -102,8 +102,8 @@ static void test_request_start(void)
 		CU_ASSERT_TRUE(starts("PUT /x HTTP/1.1\r\n", cut));
 		CU_ASSERT_TRUE(starts("OPTIONS * HTTP/1.1\r\n", cut));
 		CU_ASSERT_TRUE(starts("GET http://a/ HTTP/1.1\r\n", cut));
-		CU_ASSERT_TRUE(starts("CONNECT a.example:443 HTTP/1.1\r\n",
-				      cut));
+		CU_ASSERT_TRUE(
+		    starts("CONNECT a.example:443 HTTP/1.1\r\n", cut));
 		CU_ASSERT_TRUE(starts("M-SEARCH * HTTP/1.1\r\n", cut));
 		/* Written in pieces: every byte so far fits the rule. */
 		CU_ASSERT_TRUE(starts("GET", cut));
@@ -126,7 +126,8 @@ static void test_request_start(void)
 int main(void)
 {
 	static const struct rx_test tests[] = {
-	    {"final status, whole and split", test_final_status_whole_and_split},
+	    {"final status, whole and split",
+	     test_final_status_whole_and_split},
 	    {"interim response, then final", test_interim_then_final},
 	    {"upgrade and non-HTTP bytes", test_upgrade_and_other},
 	    {"which writes start a request", test_request_start},
