@@ -776,16 +776,22 @@ static void release(struct rx_guard *g)
 	rx__unlock(&registry_lock);
 }
 
-/* Settle a connect's address permit (ADR-220) and unpin its guard;
- * nothing when @g is NULL. */
-static void addr_settle(struct rx_guard *g, const struct rx_gate_permit *p,
-			enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-			uint64_t now, const char *at)
+/* A connect's address permit (ADR-220), off its record. */
+struct addr_hold {
+	struct rx_guard *guard; /* NULL: none */
+	struct rx_gate_permit permit;
+	uint64_t start_ns;
+};
+
+/* Settle @h with @v, latency end_ns - start_ns, and unpin its guard;
+ * nothing when it holds none. */
+static void addr_settle(const struct addr_hold *h, enum rx_verdict v,
+			uint64_t end_ns, uint64_t now, const char *at)
 {
-	if (!g)
+	if (!h->guard)
 		return;
-	settle(g, p, v, start_ns, end_ns, now, at);
-	release(g);
+	settle(h->guard, &h->permit, v, h->start_ns, end_ns, now, at);
+	release(h->guard);
 }
 
 /* ------------------------------------------------------------------------
@@ -797,24 +803,23 @@ struct ending {
 	struct rx_guard *guard;
 	struct rx_gate_permit permit;
 	uint64_t start_ns, end_ns;
-	struct rx_guard *addr_guard; /* the connect's address (ADR-220) */
-	struct rx_gate_permit addr_permit;
+	struct addr_hold addr; /* the connect's address (ADR-220) */
 };
 
-/* Take the connect's address permit off @e, if it still has one (stripe
- * lock held): *@g is its guard, or NULL. */
+/* Take the connect's address permit off @e into @h, if it still has one
+ * (stripe lock held); h->guard is NULL otherwise. */
 static inline __attribute__((always_inline)) void
-take_addr_locked(struct rx_fd *e, struct rx_guard **g,
-		 struct rx_gate_permit *p)
+take_addr_locked(struct rx_fd *e, struct addr_hold *h)
 {
 	uint32_t i;
 
-	*g = e->addr_guard;
-	if (!*g)
+	h->guard = e->addr_guard;
+	if (!h->guard)
 		return;
-	p->count = e->addr_count;
+	h->start_ns = e->start_ns;
+	h->permit.count = e->addr_count;
 	for (i = 0; i < e->addr_count && i < 2; i++)
-		p->tickets[i] = e->addr_tickets[i];
+		h->permit.tickets[i] = e->addr_tickets[i];
 	e->addr_guard = NULL;
 }
 
@@ -828,7 +833,7 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
 	permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
-	take_addr_locked(e, &out->addr_guard, &out->addr_permit);
+	take_addr_locked(e, &out->addr);
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
 }
 
@@ -844,9 +849,8 @@ static inline __attribute__((always_inline)) void
 finish(struct ending *end, enum rx_verdict v, bool connected, uint64_t now,
        const char *at)
 {
-	if (end->addr_guard) {
-		addr_settle(end->addr_guard, &end->addr_permit,
-			    connected ? RX_SUCCESS : v, end->start_ns,
+	if (end->addr.guard) {
+		addr_settle(&end->addr, connected ? RX_SUCCESS : v,
 			    end->end_ns, now, at);
 		if (!connected)
 			v = RX_REJECTED;
@@ -1144,10 +1148,9 @@ static bool quiet_for(int fd, uint64_t ns)
 /* Move a pending connect to WAITING (it connected). */
 static void connected(struct rx_op *op)
 {
-	struct rx_gate_permit ap;
-	struct rx_guard *ag = NULL;
+	struct addr_hold ah = {.guard = NULL};
 	struct rx_lock *l;
-	uint64_t now = now_ns(), start = 0;
+	uint64_t now = now_ns();
 
 	if (!owner_fast())
 		return;
@@ -1159,13 +1162,12 @@ static void connected(struct rx_op *op)
 		 * first write is the program's, not the upstream's (ADR-192). */
 		if (!atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
 			op->e->connected_ns = now;
-		take_addr_locked(op->e, &ag, &ap);
-		start = op->e->start_ns;
+		take_addr_locked(op->e, &ah);
 		atomic_store_explicit(&op->e->phase, RX_FD_WAITING,
 				      memory_order_release);
 	}
 	rx__unlock(l);
-	addr_settle(ag, &ap, RX_SUCCESS, start, now, now, "connected");
+	addr_settle(&ah, RX_SUCCESS, now, now, "connected");
 }
 
 /*
@@ -1179,10 +1181,9 @@ static void seen_connected(struct rx_op *op)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	struct rx_gate_permit ap;
-	struct rx_guard *ag = NULL;
+	struct addr_hold ah = {.guard = NULL};
 	struct rx_lock *l;
-	uint64_t now, start;
+	uint64_t now;
 
 	if (!owner_fast() ||
 	    atomic_load_explicit(&op->e->wrote, memory_order_relaxed) ||
@@ -1195,10 +1196,9 @@ static void seen_connected(struct rx_op *op)
 	    !atomic_load_explicit(&op->e->wrote, memory_order_relaxed))
 		op->e->connected_ns = now;
 	if (same_call(op))
-		take_addr_locked(op->e, &ag, &ap);
-	start = op->e->start_ns;
+		take_addr_locked(op->e, &ah);
 	rx__unlock(l);
-	addr_settle(ag, &ap, RX_SUCCESS, start, now, now, "connected");
+	addr_settle(&ah, RX_SUCCESS, now, now, "connected");
 }
 
 /*
@@ -1291,8 +1291,7 @@ static void end_record(int fd, struct rx_fd *e)
 		finish(&end, late ? RX_TIMEOUT : RX_REJECTED, false, now,
 		       "close");
 	} else {
-		addr_settle(end.addr_guard, &end.addr_permit, RX_REJECTED,
-			    end.start_ns, now, now, "close");
+		addr_settle(&end.addr, RX_REJECTED, now, now, "close");
 	}
 	release(end.guard);
 }
@@ -1406,10 +1405,11 @@ static struct rx_fd *record_for_connect(int fd, struct rx_fd *e,
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 				      const struct sockaddr *sa, socklen_t len)
 {
-	struct rx_gate_permit permit, apermit;
+	struct rx_gate_permit permit;
+	struct addr_hold ah;
 	char key[RX_KEY_MAX + 1], ipkey[RX_KEY_MAX + 1];
 	struct sockaddr_in v4;
-	struct rx_guard *g, *ag = NULL;
+	struct rx_guard *g;
 	size_t iplen;
 	bool named;
 	struct rx_fd *e;
@@ -1507,16 +1507,17 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	now = now_ns();
 	/* The address first: a dead address of a live name is refused at
 	 * once, and the program's fallback moves on (ADR-220). */
-	if (named && (ag = acquire(ipkey, iplen, now)) != NULL &&
-	    !admit(ag, &now, &apermit, "connect", fd, false)) {
-		release(ag);
+	ah.guard = named ? acquire(ipkey, iplen, now) : NULL;
+	ah.start_ns = now;
+	if (ah.guard && !admit(ah.guard, &now, &ah.permit, "connect", fd,
+			       false)) {
+		release(ah.guard);
 		rx__inside = 0;
 		return RX_OP_REFUSE;
 	}
 	g = acquire(key, klen, now);
 	if (!g || !admit(g, &now, &permit, "connect", fd, false)) {
-		addr_settle(ag, &apermit, RX_REJECTED, now, now, now,
-			    "refused");
+		addr_settle(&ah, RX_REJECTED, now, now, "refused");
 		if (!g)
 			goto pass;
 		release(g);
@@ -1528,11 +1529,11 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* Atomic: start_call reads it without the lock (ADR-186). */
 	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
 	permit_copy(&e->permit, &permit);
-	e->addr_guard = ag;
-	e->addr_count = ag ? (apermit.count < 2 ? apermit.count : 2) : 0;
-	if (ag) {
-		e->addr_tickets[0] = apermit.tickets[0];
-		e->addr_tickets[1] = apermit.tickets[1];
+	e->addr_guard = ah.guard;
+	if (ah.guard) {
+		e->addr_count = ah.permit.count < 2 ? ah.permit.count : 2;
+		e->addr_tickets[0] = ah.permit.tickets[0];
+		e->addr_tickets[1] = ah.permit.tickets[1];
 	}
 	e->start_ns = now;
 	e->first_byte_ns = 0;
@@ -1635,18 +1636,14 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	switch (r) {
 	case RX_SNIFF_MORE:
 		/* Bytes arrived, so a pending connect did connect. */
+		end.addr.guard = NULL;
 		if (rx__fd_phase(e) == RX_FD_CONNECTING) {
-			take_addr_locked(e, &end.addr_guard,
-					 &end.addr_permit);
-			end.start_ns = e->start_ns;
+			take_addr_locked(e, &end.addr);
 			atomic_store_explicit(&e->phase, RX_FD_WAITING,
 					      memory_order_release);
-		} else {
-			end.addr_guard = NULL;
 		}
 		rx__unlock(l);
-		addr_settle(end.addr_guard, &end.addr_permit, RX_SUCCESS,
-			    end.start_ns, now, now, "connected");
+		addr_settle(&end.addr, RX_SUCCESS, now, now, "connected");
 		return;
 	case RX_SNIFF_FINAL:
 		v = rx_verdict_from_http(status);
