@@ -2063,13 +2063,22 @@ static bool another_copy_first(void)
 	       curl.dli_fbase == first.dli_fbase;
 }
 
+/* An array of one @size-byte element per registry slot, zeroed, never
+ * freed (start-up). NULL when it cannot be mapped. */
+static void *map_per_key(size_t size)
+{
+	void *p = mmap(NULL, (size_t)cfg.registry.max_keys * size,
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 static int init_once(void)
 {
 	struct report_state rs = {false, RX_LOG_WARN};
 	const struct rx_breaker_config *b;
 	char fr[8], sr[8];
-	size_t bytes;
-	void *p;
 	int rc;
 
 	rx__symbols_resolve();
@@ -2100,22 +2109,12 @@ static int init_once(void)
 		start_failed("cannot map the fd table", RX_ENOMEM);
 		return INIT_OFF;
 	}
-	bytes = (size_t)cfg.registry.max_keys * sizeof(struct rx_lock);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
+	guard_locks = map_per_key(sizeof(struct rx_lock));
+	key_waits = map_per_key(sizeof(struct key_wait));
+	if (!guard_locks || !key_waits) {
 		start_failed("cannot map the key locks", RX_ENOMEM);
 		return INIT_OFF;
 	}
-	guard_locks = p;
-	bytes = (size_t)cfg.registry.max_keys * sizeof(struct key_wait);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		start_failed("cannot map the key wait words", RX_ENOMEM);
-		return INIT_OFF;
-	}
-	key_waits = p;
 	rc = rx_registry_create(&registry, &cfg.registry, &cfg.guard);
 	if (rc != RX_OK) {
 		start_failed("cannot create the key registry", rc);

@@ -350,13 +350,11 @@ RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 
 /* ---- sending ------------------------------------------------------ */
 
-/* The common begin step of the sending calls: 1 = tracked, 0 = pass,
- * -1 = refused (errno set). @iov, the bytes to send (NULL when unknown),
- * is read only on an idle kept-alive connection (ADR-191). */
-static int send_begin(struct rx_op *op, int fd, int flags, size_t len,
-		      const struct iovec *iov, int iovcnt)
+/* A begin step's decision as the senders use it: 1 = tracked, 0 = pass,
+ * -1 = refused (errno ECONNREFUSED set). */
+static int decided(enum rx_op_decision d)
 {
-	switch (rx__write_begin(op, fd, flags, len, iov, iovcnt)) {
+	switch (d) {
 	case RX_OP_TRACK:
 		return 1;
 	case RX_OP_REFUSE:
@@ -366,6 +364,15 @@ static int send_begin(struct rx_op *op, int fd, int flags, size_t len,
 	default:
 		return 0;
 	}
+}
+
+/* The common begin step of the sending calls (see decided). @iov, the
+ * bytes to send (NULL when unknown), is read only on an idle kept-alive
+ * connection (ADR-191). */
+static int send_begin(struct rx_op *op, int fd, int flags, size_t len,
+		      const struct iovec *iov, int iovcnt)
+{
+	return decided(rx__write_begin(op, fd, flags, len, iov, iovcnt));
 }
 
 /* send_begin for one buffer. */
@@ -433,16 +440,7 @@ static int fastopen_begin(struct rx_op *op, int fd, int flags,
 	 * answers EISCONN or EALREADY): the ordinary send path. */
 	if (!(flags & MSG_FASTOPEN) || !sa || rx__fd_tracked(fd))
 		return 2;
-	switch (rx__connect_begin(op, fd, sa, salen)) {
-	case RX_OP_TRACK:
-		return 1;
-	case RX_OP_REFUSE:
-		errno = ECONNREFUSED;
-		return -1;
-	case RX_OP_PASS:
-	default:
-		return 0;
-	}
+	return decided(rx__connect_begin(op, fd, sa, salen));
 }
 
 static void fastopen_end(struct rx_op *op, ssize_t n)
