@@ -302,6 +302,17 @@ static void quote(char *dst, size_t size, const char *v)
 	dst[i] = '\0';
 }
 
+void rx_config_printable(char *dst, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < size; i++)
+		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f)
+			     ? '?'
+			     : src[i];
+	dst[i] = '\0';
+}
+
 /*
  * Every finding goes out through here: a value, a pattern or a variable
  * name from the environment may hold control characters (a newline, a
@@ -312,20 +323,11 @@ static void emit(rx_config_report_fn report, void *arg,
 		 enum rx_config_diag kind, const char *name, const char *msg)
 {
 	char clean[512], cname[80];
-	size_t i;
 
 	if (!report)
 		return;
-	for (i = 0; msg[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
-			       ? '?'
-			       : msg[i];
-	clean[i] = '\0';
-	for (i = 0; name[i] && i + 1 < sizeof(cname); i++)
-		cname[i] = ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-			       ? '?'
-			       : name[i];
-	cname[i] = '\0';
+	rx_config_printable(clean, sizeof(clean), msg);
+	rx_config_printable(cname, sizeof(cname), name);
 	report(arg, kind, cname, clean);
 }
 

@@ -116,20 +116,6 @@ static int check_own(const char *var, const char *path, const char *head,
 	return 1;
 }
 
-/* Copy @src into @dst with control characters shown as '?': a value from
- * the environment must not break the table or reach the terminal as an
- * escape sequence. */
-static void printable(char *dst, size_t size, const char *src)
-{
-	size_t i;
-
-	for (i = 0; src[i] && i + 1 < size; i++)
-		dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f)
-			     ? '?'
-			     : src[i];
-	dst[i] = '\0';
-}
-
 int main(int argc, char **argv)
 {
 	struct rx_config cfg;
@@ -182,13 +168,14 @@ int main(int argc, char **argv)
 			/* With errors, the struct holds what parsed: show
 			 * what the user wrote instead. */
 			if (errors && set)
-				printable(value, sizeof(value), set);
+				rx_config_printable(value, sizeof(value), set);
 			else if (!rx_config_value(&cfg, i, value,
 						  sizeof(value)))
-				printable(value, sizeof(value),
-					  set ? set : "(default)");
+				rx_config_printable(value, sizeof(value),
+						    set ? set : "(default)");
 			else
-				printable(value, sizeof(value), value);
+				rx_config_printable(value, sizeof(value),
+						    value);
 			printf("%-*s %-24s %s", (int)width, name, value,
 			       set ? "environment" : "default");
 			if (verbose)

@@ -140,6 +140,14 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
  * rx_config_var_name / rx_config_var_accepted return NULL for @i at or
  * past rx_config_var_count(). Thread-safe, O(1).
  */
+/*
+ * rx_config_printable - copy the string @src into @dst (@size bytes, at
+ * least 1; longer input is cut) with every control character shown as
+ * '?': a value, pattern or name from the environment must stay one
+ * printable line wherever it is shown. @dst may be @src. O(length).
+ */
+void rx_config_printable(char *dst, size_t size, const char *src);
+
 size_t rx_config_var_count(void);
 const char *rx_config_var_name(size_t i);
 const char *rx_config_var_accepted(size_t i);
