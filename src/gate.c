@@ -37,37 +37,6 @@ int rx_gate_add(struct rx_gate *g, const struct rx_policy_ops *ops, void *self)
 	return RX_OK;
 }
 
-enum rx_decision rx_gate_admit(struct rx_gate *g,
-			       const struct rx_admit_ctx *ctx,
-			       struct rx_gate_permit *permit,
-			       struct rx_refusal *why)
-{
-	why->reason = RX_REASON_NONE;
-	why->retry_after_ms = 0;
-	permit->count = 0;
-	for (uint32_t i = 0; i < g->count; i++) {
-		const struct rx_gate_entry *e = &g->policies[i];
-		struct rx_ticket *t = &permit->tickets[i];
-		t->start_ns = ctx->now_ns;
-		t->generation = 0;
-		t->flags = 0;
-		enum rx_decision d = e->ops->admit(e->self, ctx, t, why);
-		if (d == RX_ADMIT)
-			continue;
-		struct rx_observation rel = {
-		    .verdict = RX_REJECTED,
-		    .latency_us = 0,
-		    .now_ns = ctx->now_ns,
-		};
-		while (i-- > 0)
-			g->policies[i].ops->settle(g->policies[i].self,
-						   &permit->tickets[i], &rel);
-		return d;
-	}
-	permit->count = g->count;
-	return RX_ADMIT;
-}
-
 /* Release tickets [0, n) of @permit in reverse order (ADR-007). */
 static void release_first(struct rx_gate *g, struct rx_gate_permit *permit,
 			  uint32_t n, uint64_t now_ns)
@@ -80,6 +49,45 @@ static void release_first(struct rx_gate *g, struct rx_gate_permit *permit,
 	while (n-- > 0)
 		g->policies[n].ops->settle(g->policies[n].self,
 					   &permit->tickets[n], &rel);
+}
+
+/*
+ * Ask policies [0, n) in order, each with its ticket primed at the admit
+ * time. The first that does not admit stops the run: the ones before it
+ * are released (ADR-007) and its decision returned.
+ */
+static enum rx_decision admit_first(struct rx_gate *g,
+				    const struct rx_admit_ctx *ctx,
+				    struct rx_gate_permit *permit, uint32_t n,
+				    struct rx_refusal *why)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rx_gate_entry *e = &g->policies[i];
+		struct rx_ticket *t = &permit->tickets[i];
+		t->start_ns = ctx->now_ns;
+		t->generation = 0;
+		t->flags = 0;
+		enum rx_decision d = e->ops->admit(e->self, ctx, t, why);
+		if (d != RX_ADMIT) {
+			release_first(g, permit, i, ctx->now_ns);
+			return d;
+		}
+	}
+	return RX_ADMIT;
+}
+
+enum rx_decision rx_gate_admit(struct rx_gate *g,
+			       const struct rx_admit_ctx *ctx,
+			       struct rx_gate_permit *permit,
+			       struct rx_refusal *why)
+{
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	permit->count = 0;
+	enum rx_decision d = admit_first(g, ctx, permit, g->count, why);
+	if (d == RX_ADMIT)
+		permit->count = g->count;
+	return d;
 }
 
 enum rx_decision rx_gate_admit_last(struct rx_gate *g,
@@ -95,16 +103,9 @@ enum rx_decision rx_gate_admit_last(struct rx_gate *g,
 		return RX_ADMIT;
 	uint32_t n = g->count - 1;
 	permit->tickets[n] = *last;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct rx_gate_entry *e = &g->policies[i];
-		struct rx_ticket *t = &permit->tickets[i];
-		t->start_ns = ctx->now_ns;
-		t->generation = 0;
-		t->flags = 0;
-		enum rx_decision d = e->ops->admit(e->self, ctx, t, why);
-		if (d == RX_ADMIT)
-			continue;
-		release_first(g, permit, i, ctx->now_ns);
+	enum rx_decision d = admit_first(g, ctx, permit, n, why);
+	if (d != RX_ADMIT) {
+		/* The last policy's admission, taken earlier, goes too. */
 		struct rx_observation rel = {RX_REJECTED, 0, ctx->now_ns};
 		g->policies[n].ops->settle(g->policies[n].self, last, &rel);
 		return d;
