@@ -50,6 +50,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 static void step(const char *what)
 {
 	char line[128];
@@ -59,31 +61,16 @@ static void step(const char *what)
 		exit(1);
 }
 
+/* A connection to 127.0.0.1:@port, or exit. */
 static int dial(int port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = rx_dial(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+	if (fd < 0) {
 		perror("connect");
 		exit(1);
 	}
 	return fd;
-}
-
-static struct sockaddr_in loopback(int port)
-{
-	struct sockaddr_in sin;
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
 }
 
 /* "ok" or the errno's name for a -1 result. */
@@ -212,7 +199,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "eisconn") == 0) {
-		struct sockaddr_in sin = loopback(a);
+		struct sockaddr_in sin = rx_loopback(a);
 		static const char req[] =
 		    "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 		int i, rc;
@@ -232,7 +219,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "nbabort") == 0) {
-		struct sockaddr_in sin = loopback(a);
+		struct sockaddr_in sin = rx_loopback(a);
 		int i, e, rc;
 		socklen_t el;
 

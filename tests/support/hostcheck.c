@@ -30,26 +30,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-
-static int dial(int port)
-{
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
 
 /* One request and the start of its response (the upstream's responses
  * are small: one read holds them). */
@@ -90,11 +73,11 @@ static int mode_alloc(int port, int dead)
 	if (!start || !stop || pipe(p) != 0)
 		return 1;
 	/* Warm up outside the count: first connect, first key. */
-	fd = dial(port);
+	fd = rx_dial(port);
 	if (fd < 0 || roundtrip(fd) != 0)
 		return 1;
 	for (i = 0; i < 6; i++) {
-		d = dial(dead);
+		d = rx_dial(dead);
 		if (d >= 0)
 			close(d);
 	}
@@ -103,11 +86,11 @@ static int mode_alloc(int port, int dead)
 		if (roundtrip(fd) != 0)
 			return 1;
 	for (i = 0; i < 20; i++) {
-		d = dial(port);
+		d = rx_dial(port);
 		if (d < 0 || roundtrip(d) != 0)
 			return 1;
 		close(d);
-		d = dial(dead); /* refused, by the kernel or the breaker */
+		d = rx_dial(dead); /* refused, by the kernel or the breaker */
 		if (d >= 0)
 			close(d);
 		if (write(p[1], &c, 1) != 1 || read(p[0], &c, 1) != 1)
@@ -143,7 +126,7 @@ static int mode_errno(int port)
 	KEEP(write(p[1], &c, 1));
 	KEEP(read(p[0], &c, 1));
 	errno = 4242;
-	fd = dial(port);
+	fd = rx_dial(port);
 	if (fd < 0 || errno != 4242) {
 		printf("errno changed by connect: %d\n", errno);
 		bad = 1;
@@ -183,7 +166,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "errno") == 0)
 		return mode_errno(port);
 	if (strcmp(argv[1], "fds") == 0 || strcmp(argv[1], "threads") == 0) {
-		fd = dial(port);
+		fd = rx_dial(port);
 		if (fd < 0 || roundtrip(fd) != 0)
 			return 1;
 		if (argv[1][0] == 'f')

@@ -14,13 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 extern char **environ;
 
 int main(int argc, char **argv)
 {
 	static const char req[] =
 	    "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-	struct sockaddr_in sin;
 	char **copy, *start, *end, buf[256];
 	int n = 0, i, fd, status;
 	pid_t pid;
@@ -44,14 +45,8 @@ int main(int argc, char **argv)
 
 	pid = fork();
 	if (pid == 0) {
-		memset(&sin, 0, sizeof(sin));
-		sin.sin_family = AF_INET;
-		sin.sin_port = htons((uint16_t)atoi(argv[1]));
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd < 0 ||
-		    connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-		    write(fd, req, sizeof(req) - 1) < 0 ||
+		fd = rx_dial(atoi(argv[1]));
+		if (fd < 0 || write(fd, req, sizeof(req) - 1) < 0 ||
 		    read(fd, buf, sizeof(buf)) <= 0)
 			_exit(1);
 		close(fd);

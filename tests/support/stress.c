@@ -36,6 +36,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 extern char **environ;
 
 static int port;
@@ -43,24 +45,6 @@ static long per_thread;
 static atomic_long done, ok;
 static int sigpipe_w = -1;
 static atomic_int sig_fd = -1;
-
-static int dial(void)
-{
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	while (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-		if (errno != EINTR) {
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
-}
 
 /* Send one request, read the whole response. Returns the status or -1. */
 static int request(int fd)
@@ -126,7 +110,7 @@ static void *worker(void *arg)
 		if (fd < 0 || i % 100 == 0) {
 			if (fd >= 0)
 				close(fd);
-			fd = dial();
+			fd = rx_dial(port);
 			if (fd < 0)
 				continue;
 			if (id == 0)
