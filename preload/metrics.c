@@ -729,18 +729,16 @@ fail:
 	}
 }
 
-/* Take the try-lock and write; @force: the write at exit, which ignores
- * the interval, waits for a writer in progress and keeps the lock. */
 /*
  * At exit, another thread may be in the middle of a write; exit() would
- * end it with its temporary file left behind. Wait for it, 200 ms at the
- * most, then take the try-lock. If it is still held, remove the
- * temporary file the process is about to abandon. true: the try-lock is
- * ours.
+ * end it with its temporary file left behind. Wait for it, a second at
+ * the most (a write takes milliseconds, more under a sanitizer), then
+ * take the try-lock. If it is still held, remove the temporary file the
+ * process is about to abandon. true: the try-lock is ours.
  */
 static bool await_writer(void)
 {
-	uint64_t until = rx__now_ns() + 200 * RX_NS_PER_MS;
+	uint64_t until = rx__now_ns() + 1000 * RX_NS_PER_MS;
 
 	while (rx__now_ns() < until) {
 		sched_yield();
@@ -752,6 +750,8 @@ static bool await_writer(void)
 	return false;
 }
 
+/* Take the try-lock and write; @force: the write at exit, which ignores
+ * the interval, waits for a writer in progress and keeps the lock. */
 static void maybe_write(uint64_t now, bool force)
 {
 	int saved = errno;
@@ -799,6 +799,15 @@ __attribute__((destructor)) static void metrics_at_exit(void)
 	/* Only a process that guarded a call: the `timeout`, `env` or shell
 	 * that runs the program also loads the shim, and exits after it -
 	 * its empty file would replace the program's (ADR-161). */
-	if (rx__metrics_on && rx__ready() && atomic_load(&active))
+	if (!rx__metrics_on || !rx__ready())
+		return;
+	if (atomic_load(&active)) {
 		maybe_write(rx__now_ns(), true); /* the core's clock */
+		return;
+	}
+	/* Nothing to write yet - but threads still running while the
+	 * process exits must not start a write now that _exit would cut
+	 * short: the writer's lock is kept all the same. */
+	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
+		(void)await_writer();
 }
