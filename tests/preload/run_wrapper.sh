@@ -81,4 +81,35 @@ chmod +x 'a=b'
 got=$(LD_PRELOAD=${RESILIX_SANITIZE_RUNTIME:-} "$TO" 10 "$BASH" "$RUN" \
 	--disable -- ./a=b 2>err)
 rx_assert_eq "a program named a=b runs, with the options" "eq ran 1" "$got"
+
+# Every setting the shim reads has its option: each sets its variable,
+# with both spellings.
+while read -r opt var value; do
+	got=$(LD_PRELOAD=${RESILIX_SANITIZE_RUNTIME:-} "$TO" 10 "$BASH" "$RUN" \
+		"$opt" "$value" -- "$PE" "$var" 2>err)
+	rx_assert_eq "$opt $value sets $var" "$value" "$got"
+	got=$(LD_PRELOAD=${RESILIX_SANITIZE_RUNTIME:-} "$TO" 10 "$BASH" "$RUN" \
+		"$opt=$value" -- "$PE" "$var" 2>err)
+	rx_assert_eq "$opt=$value sets $var" "$value" "$got"
+done <<'EOF2'
+--timeout-ms RESILIX_TIMEOUT_MS 2500
+--limiter RESILIX_LIMITER gradient2
+--limit-min RESILIX_LIMIT_MIN 4
+--limit-max RESILIX_LIMIT_MAX 64
+--limit-initial RESILIX_LIMIT_INITIAL 10
+--queue-timeout-ms RESILIX_QUEUE_TIMEOUT_MS 0
+--limit-stale-ms RESILIX_LIMIT_STALE_MS 9000
+--key RESILIX_KEY host
+--curl-key RESILIX_CURL_KEY endpoint
+--include RESILIX_INCLUDE 127.0.0.0/8,*:8080
+--exclude RESILIX_EXCLUDE *:53,10.0.0.1:80
+--max-keys RESILIX_MAX_KEYS 16
+--key-ttl-ms RESILIX_KEY_TTL_MS 60000
+--state-file RESILIX_STATE_FILE /tmp/x.resilix-state
+EOF2
+
+# A short option is unknown, said as such (not "expected '--'").
+"$TO" 10 "$BASH" "$RUN" -x -- "$TR" >out 2>err
+rx_assert_eq "-x: exit status" 2 "$?"
+rx_assert_grep "-x: says it is an unknown option" "unknown option '-x'" err
 rx_pass
