@@ -668,6 +668,25 @@ static bool limit_changed(struct rx_guard *g, uint64_t now,
 }
 
 /*
+ * One limit-change line (ADR-138). The latency figures are left out until
+ * the limiter has measured them (a drop can move the limit before its
+ * first window closes) rather than shown as 0 us.
+ */
+static void log_limit_change(struct rx_guard *g,
+			     const struct rx_limiter_stats *ls)
+{
+	char lat[64] = "";
+
+	if (ls->p90_us > 0 || ls->rtt_noload_us > 0)
+		snprintf(lat, sizeof(lat), " p90_us=%llu rtt_noload_us=%llu",
+			 (unsigned long long)ls->p90_us,
+			 (unsigned long long)ls->rtt_noload_us);
+	rx__log(RX_LOG_INFO,
+		"key=%s event=limit-change limit=%u in_flight=%u queued=%u%s",
+		key_of(g), ls->limit, ls->in_flight, ls->queued, lat);
+}
+
+/*
  * settle with every hook that may be on: breaker transitions and limit
  * changes (log level info), the debug line, the metrics file.
  */
@@ -710,12 +729,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 			(unsigned long long)obs.latency_us, at);
 	watch_log(&w, g);
 	if (log_limit)
-		rx__log(RX_LOG_INFO,
-			"key=%s event=limit-change limit=%u in_flight=%u "
-			"queued=%u p90_us=%llu rtt_noload_us=%llu",
-			key_of(g), ls.limit, ls.in_flight, ls.queued,
-			(unsigned long long)ls.p90_us,
-			(unsigned long long)ls.rtt_noload_us);
+		log_limit_change(g, &ls);
 	if (rx__metrics_on)
 		rx__metrics_tick(now); /* no lock held: it may write the file */
 }

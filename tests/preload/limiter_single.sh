@@ -4,7 +4,8 @@
 # flight, below any limit the limiter can reach. The upstream answers 429
 # (overload: the strongest pressure there is, each one cutting the limit
 # by a tenth at once), so the limit is driven to its minimum and stays
-# there; every call still reaches the upstream. Both with a new
+# there; every call still reaches the upstream. The limit-change lines
+# leave out the latency figures, not yet measured. Both with a new
 # connection per request and on one kept-alive connection, under each
 # algorithm.
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +33,10 @@ for alg in vegas gradient2 aimd; do
 		rx_assert_eq "$alg/$mode: the limit fell to its minimum" 4 \
 			"$(sed -n 's/.*event=limit-change limit=\([0-9]*\).*/\1/p' \
 				"$log" | tail -n1)"
+		# Before a window closes nothing is measured: the line says
+		# so by leaving the figures out, not by a latency of 0 (ADR-138).
+		rx_assert_eq "$alg/$mode: no limit-change line claims p90_us=0" 0 \
+			"$(grep -c 'event=limit-change.* p90_us=0 ' "$log")"
 	done
 done
 rx_pass
