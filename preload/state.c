@@ -25,10 +25,13 @@
  * Concurrency: merge at exit (ADR-171). What processes that overlapped
  * with this one wrote meanwhile is folded in with rx_snapshot_merge under
  * the exclusive lock: keys this process does not hold are kept; for a key
- * it holds, a running open period wins over a closed view, else the more
- * recently used entry. So eight processes at once on eight keys leave
- * eight keys, and a long-lived process does not close a circuit that
- * short ones tripped while it ran. Only a process in which a call settled
+ * it holds, two closed views merge their windows - this process's own
+ * calls since it hydrated are added to the file's (ADR-221) - else a
+ * running open period wins over a closed view, else the more recently
+ * used entry. So eight processes at once on eight keys leave eight keys,
+ * eight processes that each fail once on one key leave eight failures,
+ * and a long-lived process does not close a circuit that short ones
+ * tripped while it ran. Only a process in which a call settled
  * writes:
  * the shell, `env` or `timeout` that starts the program loads the shim
  * too, exits after it, and must not put back the state it read before
@@ -92,6 +95,9 @@ static uint32_t max_keys;
 static unsigned char *buf;
 static size_t buf_bytes;
 static pid_t writer_pid;
+/* When the registry was hydrated: its window slots recorded later are this
+ * process's own calls, added to the file's at exit (ADR-221). */
+static uint64_t hydrated_ns;
 atomic_bool rx__state_dirty; /* a call settled in this process */
 static char path[PATH_MAX];
 static char lock_path[PATH_MAX];
@@ -358,8 +364,9 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		buf = NULL;
 		return;
 	}
+	hydrated_ns = rx__now_ns();
 	if (len >= 0) {
-		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, rx__now_ns(),
+		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, hydrated_ns,
 					 wall_ns());
 		if (rc != RX_OK)
 			warn("state-file-ignored", "hydrate", rx_strerror(rc));
@@ -413,7 +420,7 @@ static size_t snapshot(ssize_t flen)
 		/* The merge reads all of buf before the write reuses it. */
 		if (flen >= 0)
 			mrc = rx_snapshot_merge(registry, buf, (size_t)flen,
-						now, wall);
+						now, wall, hydrated_ns);
 		rc = rx_snapshot_write(registry, now, wall, buf, buf_bytes,
 				       &len);
 		rx__unlock(registry_lock);

@@ -18,9 +18,11 @@
  *     it. A half-open breaker comes back with no probe in flight: the
  *     process that sent the probes is gone.
  *   - Merge (rx_snapshot_merge, ADR-171) is hydrate into a registry that
- *     holds keys: the same validation, ageing and insertion; a held key
- *     is replaced only by a running open period or newer use, and never
- *     while it has a caller, so no permit outlives its guard.
+ *     holds keys: the same validation, ageing and insertion. Where both
+ *     views of a key are closed, their windows are merged (ADR-221):
+ *     this process's own calls are added to what the file holds. Else a
+ *     held key is replaced only by a running open period or newer use,
+ *     and never while it has a caller, so no permit outlives its guard.
  *   - The limiter is not saved (ADR-135): a restored key's limiter starts
  *     at its initial limit, as the fresh guard made by the insert has it.
  *     The format stays version 1.
@@ -240,6 +242,108 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 	b->probes_in_flight = 0;
 }
 
+/* The live window's slot @i, counted from its oldest (0). */
+static struct rx_window_slot *slot_at(struct rx_window *w, uint32_t i)
+{
+	uint32_t k = w->tail + i;
+	return &w->slots[k >= w->capacity ? k - w->capacity : k];
+}
+
+/* The snapshot's slot @k of entry @p: its time on our clock and flags. */
+static uint64_t their_slot(const struct parsed *p, const unsigned char *buf,
+			   uint32_t k, uint64_t now, uint64_t gap,
+			   uint32_t *flags)
+{
+	struct cursor c = {.r = buf,
+			   .pos = p->slots_pos + (size_t)k * SLOT_SIZE,
+			   .end = p->slots_pos + (size_t)p->slots * SLOT_SIZE};
+	uint64_t age = rx__sat_add(get(&c, 8), gap);
+
+	*flags = (uint32_t)get(&c, 1);
+	return rx__sat_sub(now, age);
+}
+
+/*
+ * Merge two closed views of one key (ADR-221): the live window keeps its
+ * own calls - the slots recorded after @since, newest last - and takes
+ * the snapshot's slots in place of the rest, in time order, the newest
+ * `capacity` of them. The snapshot's slots are what the processes that
+ * overlapped with this one saw, over the state this one hydrated (they
+ * hydrated it too, so it is counted once); this process's own calls are
+ * added to them. No allocation: the kept own slots are moved to the top
+ * of the kept range first, then a forward merge fills it from the bottom
+ * and never overtakes them.
+ */
+static void union_windows(struct rx_breaker *b, const struct parsed *p,
+			  const unsigned char *buf, uint64_t now, uint64_t gap,
+			  uint64_t since)
+{
+	struct rx_window *w = &b->window;
+	uint32_t ours = 0, first = 0, theirs, m, drop, od = 0, td = 0;
+	uint32_t i, oi, ti, run, tf, f;
+
+	while (ours < w->count && slot_at(w, w->count - 1 - ours)->t_ns > since)
+		ours++;
+	/* The snapshot's oldest slots may have aged out (a prefix). */
+	while (first < p->slots && w->max_age_ns > 0 &&
+	       now - their_slot(p, buf, first, now, gap, &f) >= w->max_age_ns)
+		first++;
+	theirs = p->slots - first;
+	m = theirs + ours < w->capacity ? theirs + ours : w->capacity;
+	/* Which of the oldest drop out: count them off in time order. */
+	drop = theirs + ours - m;
+	for (oi = w->count - ours, ti = first; od + td < drop;) {
+		bool take_theirs =
+		    oi == w->count ||
+		    (ti < p->slots && their_slot(p, buf, ti, now, gap, &f) <=
+					  slot_at(w, oi)->t_ns);
+		if (take_theirs)
+			ti++, td++;
+		else
+			oi++, od++;
+	}
+	/* Move the kept own slots to [m - kept, m). */
+	uint32_t kept = ours - od, src = w->count - kept, dst = m - kept;
+	if (dst > src)
+		for (i = kept; i-- > 0;)
+			*slot_at(w, dst + i) = *slot_at(w, src + i);
+	else if (dst < src)
+		for (i = 0; i < kept; i++)
+			*slot_at(w, dst + i) = *slot_at(w, src + i);
+	/* Merge forward into [0, m): theirs from first + td, ours from dst. */
+	for (i = 0, oi = dst, ti = first + td; i < m; i++) {
+		uint64_t tt = 0;
+		if (ti < p->slots)
+			tt = their_slot(p, buf, ti, now, gap, &tf);
+		if (ti < p->slots && (oi == m || tt <= slot_at(w, oi)->t_ns)) {
+			struct rx_window_slot *s = slot_at(w, i);
+			s->t_ns = tt;
+			s->flags = tf & (RX_SLOT_FAILURE | RX_SLOT_SLOW);
+			s->pad = 0;
+			ti++;
+		} else {
+			*slot_at(w, i) = *slot_at(w, oi++);
+		}
+	}
+	w->count = m;
+	w->failures = w->slow = 0;
+	for (i = 0; i < m; i++) {
+		w->failures += (slot_at(w, i)->flags & RX_SLOT_FAILURE) != 0;
+		w->slow += (slot_at(w, i)->flags & RX_SLOT_SLOW) != 0;
+	}
+	/* Consecutive failures: the run at the newest end; when it spans the
+	 * whole window, theirs went on before it, and our kept calls (all
+	 * failures then) come on top of their count. */
+	for (run = 0; run < m &&
+		      (slot_at(w, m - 1 - run)->flags & RX_SLOT_FAILURE) != 0;)
+		run++;
+	b->consecutive_failures = run;
+	if (run == m && p->consecutive + kept > run)
+		b->consecutive_failures = p->consecutive + kept;
+	if (p->transitions > b->transitions)
+		b->transitions = p->transitions;
+}
+
 /*
  * Merge: does the snapshot's entry @e (aged by @gap) replace the live
  * entry @x? An open period still running is the more cautious view and
@@ -273,9 +377,19 @@ static bool snapshot_wins(const struct rx_registry *r,
 	       rx__sat_sub(now, x->guard.last_used_ns);
 }
 
-/* Hydrate (@merge false: @r must be empty) or merge a snapshot. */
+/* Both views of a key are closed breakers: their windows merge. */
+static bool both_closed(const struct rx_registry *r, const struct rx__entry *x,
+			const struct parsed *e)
+{
+	return r->gcfg.breaker_on && e->state == RX_BREAKER_CLOSED &&
+	       x->guard.breaker.state == RX_BREAKER_CLOSED;
+}
+
+/* Hydrate (@merge false: @r must be empty) or merge a snapshot; calls
+ * after @since_ns are this process's own (merge only). */
 static int load(struct rx_registry *r, const void *buf, size_t len,
-		uint64_t now_ns, uint64_t wall_now_ns, bool merge)
+		uint64_t now_ns, uint64_t wall_now_ns, bool merge,
+		uint64_t since_ns)
 {
 	if (r == NULL || (buf == NULL && len > 0) || (!merge && r->count != 0))
 		return RX_EINVAL;
@@ -331,7 +445,18 @@ static int load(struct rx_registry *r, const void *buf, size_t len,
 		if (r->count == before) {
 			/* Hydrate: a duplicate key, the first one stands.
 			 * Merge: a key the registry holds. */
-			if (!merge || !snapshot_wins(r, x, &e, now, gap))
+			if (!merge)
+				continue;
+			if (both_closed(r, x, &e)) {
+				union_windows(&x->guard.breaker, &e, p, now,
+					      gap, since_ns);
+				if (rx__sat_sub(now, idle) >
+				    x->guard.last_used_ns)
+					x->guard.last_used_ns =
+					    rx__sat_sub(now, idle);
+				continue;
+			}
+			if (!snapshot_wins(r, x, &e, now, gap))
 				continue;
 			rx__registry_reset(r, x, now);
 		}
@@ -346,11 +471,11 @@ static int load(struct rx_registry *r, const void *buf, size_t len,
 int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
 			uint64_t now_ns, uint64_t wall_now_ns)
 {
-	return load(r, buf, len, now_ns, wall_now_ns, false);
+	return load(r, buf, len, now_ns, wall_now_ns, false, 0);
 }
 
 int rx_snapshot_merge(struct rx_registry *r, const void *buf, size_t len,
-		      uint64_t now_ns, uint64_t wall_now_ns)
+		      uint64_t now_ns, uint64_t wall_now_ns, uint64_t since_ns)
 {
-	return load(r, buf, len, now_ns, wall_now_ns, true);
+	return load(r, buf, len, now_ns, wall_now_ns, true, since_ns);
 }

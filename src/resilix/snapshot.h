@@ -86,20 +86,33 @@ int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
 /*
  * rx_snapshot_merge - fold a snapshot into a registry that may hold keys
  * (RESILIX_STATE_FILE at exit: what concurrent processes wrote meanwhile,
- * ADR-171). Same arguments, validation and ageing as hydrate. A key the
- * registry lacks is added as hydrate adds it (room permitting). For a key
- * it holds, the snapshot's entry replaces the registry's when:
- *   - its open period is still running and the registry's is not (the
- *     more cautious view wins, for at most the open time), or
- *   - both are running and the snapshot's trip is the later one, or
- *   - neither is, and the snapshot's key was used more recently;
- * and never while the registry's guard is pinned, has calls in flight or
- * callers waiting. A replaced key's limiter starts afresh, as hydrate's.
+ * ADR-171, ADR-221). Same arguments, validation and ageing as hydrate,
+ * and @since_ns: the monotonic ns at which this registry was hydrated
+ * (or created, or last merged and written); its window slots recorded
+ * later are its own calls, and nothing marks the slots a merge brought in,
+ * so a caller that merges twice moves @since_ns to its write. A key
+ * the registry lacks is added as hydrate adds it (room permitting). For
+ * a key it holds:
+ *   - when both breakers are closed, the windows merge: the registry
+ *     keeps its own calls and takes the snapshot's slots for the rest, in
+ *     time order, the newest window-size of them; consecutive failures are
+ *     the run at the newest end, or, when it spans the merged window, the
+ *     snapshot's count plus the own calls kept (ADR-221). So failures seen
+ *     by processes that overlapped add up instead of one view winning.
+ *   - else the snapshot's entry replaces the registry's when its open
+ *     period is still running and the registry's is not (the more
+ *     cautious view wins, for at most the open time), or both are running
+ *     and the snapshot's trip is the later one, or neither is and the
+ *     snapshot's key was used more recently; never while the registry's
+ *     guard is pinned, has calls in flight or callers waiting. A replaced
+ *     key's limiter starts afresh, as hydrate's.
  * Returns as hydrate (but a registry that is not empty is fine); on any
- * error the registry is untouched. Not thread-safe; O(len).
+ * error the registry is untouched. Not thread-safe; O(len); no
+ * allocation.
  */
 int rx_snapshot_merge(struct rx_registry *r, const void *buf, size_t len,
-                      uint64_t now_ns, uint64_t wall_now_ns);
+                      uint64_t now_ns, uint64_t wall_now_ns,
+                      uint64_t since_ns);
 
 #ifdef __cplusplus
 }

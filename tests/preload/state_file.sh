@@ -26,8 +26,10 @@
 # 5. Eight processes at once, three times: the file stays whole, no
 #    temporary file is left behind, no fd of ours stays open in the host.
 #    Processes that overlap merge at exit (ADR-171): eight processes at
-#    once on eight keys leave eight keys; a long-lived process that exits
-#    after short ones tripped its key does not close the circuit again.
+#    once on eight keys leave eight keys; eight at once that each fail
+#    once on one key leave eight failures (ADR-221); a long-lived process
+#    that exits after short ones tripped its key does not close the
+#    circuit again.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 
@@ -343,6 +345,38 @@ for p in $ports; do
 done
 rx_assert_eq "merge: keys of 8 overlapping processes kept" \
 	"$(echo "$ports" | wc -l | tr -d ' ')" "$n"
+
+# Eight processes at once, each failing once on one dead key: their
+# failures add up (ADR-221), so with a backstop of 9 the next process's
+# failure trips the breaker and the one after it is refused at once.
+# (Before, one view won the merge: the file kept one or two failures.)
+state=$RX_TMP/sum.state
+out=$RX_TMP/sum.out err=$RX_TMP/sum.err
+: >"$out"
+: >"$err"
+rx_dump_on_fail "$out" "$err"
+PORT=$(rx_free_port)
+sum=(RESILIX_LOG=info RESILIX_CONSECUTIVE_BACKSTOP=9 RESILIX_MIN_CALLS=100
+	RESILIX_WINDOW_CALLS=200 RESILIX_WINDOW_MAX_AGE_MS=60000
+	RESILIX_OPEN_MS=60000)
+pids=""
+for i in $(seq 1 8); do
+	rx_shim "${sum[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" \
+		--port "$PORT" --requests 1 >>"$out" 2>>"$err" &
+	pids="$pids $!"
+done
+for p in $pids; do
+	wait "$p" || rx_fail "sum: a process failed"
+done
+rx_assert_eq "sum: eight failures, no trip yet" 0 "$(rx_count_to open "$err")"
+rx_shim "${sum[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" --port "$PORT" \
+	--requests 1 >>"$out" 2>>"$err"
+rx_assert_eq "sum: the ninth failure trips the backstop" 1 \
+	"$(rx_count_to open "$err")"
+rx_shim "${sum[@]}" RESILIX_STATE_FILE="$state" "$CLIENT" --port "$PORT" \
+	--requests 1 >>"$out" 2>>"$err"
+line=$(tail -n 1 "$out")
+failed_fast client "$line" || rx_fail "sum: the tenth call was not refused: $line"
 
 # A long-lived process (two calls 1.5 s apart) overlaps three short ones
 # that trip its key; its exit must not put back its closed view.

@@ -484,16 +484,18 @@ static void test_merge_adds_keys_and_keeps_newer(void)
 	    other("k2", 1, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len2);
 
 	/* k1 was used here at 200 s; the other process last used it
-	 * 50 s before this merge (the wall gap), at 150 s on our clock. */
+	 * 50 s before this merge (the wall gap), at 150 s on our clock.
+	 * Both closed: the windows merge, theirs then ours (ADR-221). */
 	call(l, "k1", 200 * S, RX_TRANSIENT, 1);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 200 * S, WALL + 50 * S),
-			RX_OK);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, b, len2, 200 * S, WALL + 50 * S),
-			RX_OK);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(l, a, len, 200 * S, WALL + 50 * S, 0), RX_OK);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(l, b, len2, 200 * S, WALL + 50 * S, 0), RX_OK);
 	CU_ASSERT_EQUAL(rx_registry_count(l), 2);
 	struct rx_breaker_stats s = key_stats(l, "k1", 200 * S);
-	CU_ASSERT_EQUAL(s.window_failures, 1); /* ours stood */
-	CU_ASSERT_EQUAL(s.consecutive_failures, 1);
+	CU_ASSERT_EQUAL(s.window_count, 2);
+	CU_ASSERT_EQUAL(s.window_failures, 1);
+	CU_ASSERT_EQUAL(s.consecutive_failures, 1); /* ours is the newest */
 	s = key_stats(l, "k2", 200 * S);
 	CU_ASSERT_EQUAL(s.window_count, 1); /* theirs was added */
 	CU_ASSERT_EQUAL(s.consecutive_failures, 1);
@@ -502,30 +504,175 @@ static void test_merge_adds_keys_and_keeps_newer(void)
 	rx_registry_destroy(l);
 }
 
-static void test_merge_newer_replaces_pinned_stands(void)
+static void test_merge_open_replaces_unless_pinned(void)
 {
 	struct rx_guard_config gc = guard_cfg();
 	struct rx_registry *l = make(16, 600000, &gc);
 	size_t len;
-	/* Their two failures at 100 s, written at once (idle age 0). */
+	/* They tripped k (backstop 4) at 100 s and wrote at once. */
 	unsigned char *a =
-	    other("k", 2, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len);
+	    other("k", 4, RX_TRANSIENT, 100 * S, 100 * S, WALL, &len);
 
-	call(l, "k", 50 * S, RX_SUCCESS, 1); /* ours: 50 s ago */
+	call(l, "k", 50 * S, RX_SUCCESS, 1); /* ours: closed, 50 s ago */
 	/* Pinned (a connection open on it): ours stands. */
 	struct rx_guard *g = rx_registry_acquire(l, "k", 1, 100 * S);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL), RX_OK);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL, 0), RX_OK);
+	CU_ASSERT_EQUAL(g->breaker.state, RX_BREAKER_CLOSED);
 	CU_ASSERT_EQUAL(g->breaker.consecutive_failures, 0);
 	rx_registry_release(l, g);
-	/* Unpinned: theirs is newer and replaces it. */
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL), RX_OK);
+	/* Unpinned: their running open period replaces it. */
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL, 0), RX_OK);
 	struct rx_breaker_stats s = key_stats(l, "k", 100 * S);
-	CU_ASSERT_EQUAL(s.window_count, 2);
-	CU_ASSERT_EQUAL(s.window_failures, 2);
-	CU_ASSERT_EQUAL(s.consecutive_failures, 2);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(s.window_count, 4);
+	CU_ASSERT_EQUAL(s.window_failures, 4);
 	CU_ASSERT_EQUAL(rx_registry_count(l), 1);
 	free(a);
 	rx_registry_destroy(l);
+}
+
+/* A registry hydrated from @file at @t (wall WALL + @t): a process that
+ * started then. */
+static struct rx_registry *started(const unsigned char *file, size_t len,
+				   uint64_t t, const struct rx_guard_config *gc)
+{
+	struct rx_registry *r = make(16, 600000, gc);
+	CU_ASSERT_EQUAL(rx_snapshot_hydrate(r, file, len, t, WALL + t), RX_OK);
+	return r;
+}
+
+/* ADR-221: processes that overlap add their calls up. Two processes
+ * start from the same file (one failure on k), each fails once more; the
+ * first to exit writes, the second merges at exit: three failures, not
+ * two, and the next process's failure reaches the backstop (4). A
+ * success by the first, later than the second's failure, ends the run. */
+static void test_merge_overlapping_processes_add_up(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *base = make(16, 600000, &gc);
+	size_t len0, len1, len2;
+	call(base, "k", 100 * S, RX_TRANSIENT, 1);
+	unsigned char *f0 = snap(base, 100 * S, WALL + 100 * S, &len0);
+
+	for (int late_success = 0; late_success < 2; late_success++) {
+		struct rx_registry *a = started(f0, len0, 101 * S, &gc);
+		struct rx_registry *b = started(f0, len0, 101 * S, &gc);
+		call(a, "k", 102 * S, RX_TRANSIENT, 1);
+		call(b, "k", 103 * S,
+		     late_success ? RX_SUCCESS : RX_TRANSIENT, 1);
+		unsigned char *f1 = snap(b, 104 * S, WALL + 104 * S, &len1);
+		CU_ASSERT_EQUAL(rx_snapshot_merge(a, f1, len1, 105 * S,
+						  WALL + 105 * S, 101 * S),
+				RX_OK);
+		struct rx_breaker_stats s = key_stats(a, "k", 105 * S);
+		CU_ASSERT_EQUAL(s.state, RX_BREAKER_CLOSED);
+		CU_ASSERT_EQUAL(s.window_count, 3);
+		CU_ASSERT_EQUAL(s.window_failures, late_success ? 2 : 3);
+		CU_ASSERT_EQUAL(s.consecutive_failures, late_success ? 0 : 3);
+		unsigned char *f2 = snap(a, 106 * S, WALL + 106 * S, &len2);
+		struct rx_registry *c = started(f2, len2, 107 * S, &gc);
+		call(c, "k", 108 * S, RX_TRANSIENT, 1);
+		CU_ASSERT_EQUAL(key_stats(c, "k", 108 * S).state,
+				late_success ? RX_BREAKER_CLOSED
+					     : RX_BREAKER_OPEN);
+		/* Merging the file it wrote, with @since moved to that
+		 * write, adds nothing twice. */
+		CU_ASSERT_EQUAL(rx_snapshot_merge(a, f2, len2, 106 * S,
+						  WALL + 106 * S, 106 * S),
+				RX_OK);
+		CU_ASSERT_EQUAL(key_stats(a, "k", 106 * S).window_count, 3);
+		free(f1);
+		free(f2);
+		rx_registry_destroy(a);
+		rx_registry_destroy(b);
+		rx_registry_destroy(c);
+	}
+	free(f0);
+	rx_registry_destroy(base);
+}
+
+/* The merged window keeps the newest window-size calls of both, in time
+ * order, whichever side they come from and wherever ours sat in the
+ * ring; their slots aged past the window's max age are left out. */
+static void test_merge_window_order_and_bounds(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	gc.breaker.window_calls = 4;
+	gc.breaker.min_calls = 2;
+	gc.breaker.consecutive_backstop = 0;
+	gc.breaker.failure_rate = 1;
+	size_t len;
+	struct rx_breaker_stats s;
+
+	/* Theirs: failures at 10, 20, 30, 40 s; ours: successes at 15, 25,
+	 * 35 s. Newest four: 25s 30f 35s 40f. */
+	struct rx_registry *t = make(16, 600000, &gc);
+	for (int i = 1; i <= 4; i++)
+		call(t, "k", (uint64_t)i * 10 * S, RX_TRANSIENT, 1);
+	unsigned char *f = snap(t, 40 * S, WALL + 40 * S, &len);
+	struct rx_registry *o = make(16, 600000, &gc);
+	for (int i = 1; i <= 3; i++)
+		call(o, "k", (uint64_t)(i * 10 + 5) * S, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(o, f, len, 41 * S, WALL + 41 * S, 0), RX_OK);
+	s = key_stats(o, "k", 41 * S);
+	CU_ASSERT_EQUAL(s.window_count, 4);
+	CU_ASSERT_EQUAL(s.window_failures, 2);
+	CU_ASSERT_EQUAL(s.consecutive_failures, 1);
+	rx_registry_destroy(o);
+
+	/* Ours moved down the ring: three calls it hydrated at 5..7 s (not
+	 * its own: before since), then its own failures at 50 and 51 s;
+	 * their file holds one success at 45 s. Merged: 45s 50f 51f. */
+	struct rx_registry *h = make(16, 600000, &gc);
+	for (int i = 5; i <= 7; i++)
+		call(h, "k", (uint64_t)i * S, RX_SUCCESS, 1);
+	unsigned char *fh = snap(h, 7 * S, WALL + 7 * S, &len);
+	o = started(fh, len, 8 * S, &gc);
+	free(fh);
+	call(o, "k", 50 * S, RX_TRANSIENT, 1);
+	call(o, "k", 51 * S, RX_TRANSIENT, 1);
+	struct rx_registry *t2 = make(16, 600000, &gc);
+	call(t2, "k", 45 * S, RX_SUCCESS, 1);
+	free(f);
+	f = snap(t2, 45 * S, WALL + 45 * S, &len);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(o, f, len, 52 * S, WALL + 52 * S, 8 * S), RX_OK);
+	s = key_stats(o, "k", 52 * S);
+	CU_ASSERT_EQUAL(s.window_count, 3);
+	CU_ASSERT_EQUAL(s.window_failures, 2);
+	CU_ASSERT_EQUAL(s.consecutive_failures, 2);
+
+	/* Theirs all newer than ours and the window full of them: ours
+	 * drop out. */
+	struct rx_registry *o2 = make(16, 600000, &gc);
+	call(o2, "k", 1 * S, RX_TRANSIENT, 1);
+	free(f);
+	f = snap(t, 40 * S, WALL + 40 * S, &len);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(o2, f, len, 41 * S, WALL + 41 * S, 0), RX_OK);
+	s = key_stats(o2, "k", 41 * S);
+	CU_ASSERT_EQUAL(s.window_count, 4);
+	CU_ASSERT_EQUAL(s.window_failures, 4);
+	/* Every slot a failure: their run of 4 goes on under ours, which
+	 * dropped out of the window (0 kept): 4. */
+	CU_ASSERT_EQUAL(s.consecutive_failures, 4);
+
+	/* Their slots past the max age (60 s by default) are left out. */
+	struct rx_registry *o3 = make(16, 600000, &gc);
+	call(o3, "k", 200 * S, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(o3, f, len, 200 * S, WALL + 200 * S, 0), RX_OK);
+	s = key_stats(o3, "k", 200 * S);
+	CU_ASSERT_EQUAL(s.window_count, 1);
+	CU_ASSERT_EQUAL(s.window_failures, 0);
+	free(f);
+	rx_registry_destroy(t);
+	rx_registry_destroy(t2);
+	rx_registry_destroy(h);
+	rx_registry_destroy(o);
+	rx_registry_destroy(o2);
+	rx_registry_destroy(o3);
 }
 
 static void test_merge_running_open_period_wins(void)
@@ -539,7 +686,7 @@ static void test_merge_running_open_period_wins(void)
 
 	/* Ours is closed and used later, 2 s after their write. */
 	call(l, "k", 300 * S, RX_SUCCESS, 1);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 300 * S, WALL + 2 * S),
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 300 * S, WALL + 2 * S, 0),
 			RX_OK);
 	struct rx_breaker_stats s = key_stats(l, "k", 300 * S);
 	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
@@ -550,7 +697,7 @@ static void test_merge_running_open_period_wins(void)
 	call(l2, "k", 300 * S, RX_SUCCESS, 1);
 	CU_ASSERT_EQUAL(
 	    rx_snapshot_merge(l2, a, len, 300 * S,
-			      WALL + 2 * S + gc.breaker.open_ms * MS),
+			      WALL + 2 * S + gc.breaker.open_ms * MS, 0),
 	    RX_OK);
 	s = key_stats(l2, "k", 300 * S);
 	CU_ASSERT_EQUAL(s.state, RX_BREAKER_CLOSED);
@@ -560,7 +707,7 @@ static void test_merge_running_open_period_wins(void)
 	    other("j", 1, RX_SUCCESS, 400 * S, 400 * S, WALL, &len);
 	for (int i = 0; i < 4; i++)
 		call(l, "j", 399 * S, RX_TIMEOUT, 1);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, b, len, 400 * S, WALL), RX_OK);
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, b, len, 400 * S, WALL, 0), RX_OK);
 	s = key_stats(l, "j", 400 * S);
 	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
 	free(a);
@@ -579,15 +726,15 @@ static void test_merge_corrupt_leaves_registry(void)
 
 	call(l, "k1", 100 * S, RX_TRANSIENT, 1);
 	a[len / 2] ^= 0x40;
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL),
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL, 0),
 			RX_ECORRUPT);
 	a[len / 2] ^= 0x40;
 	a[4] = 9; /* version */
-	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL),
+	CU_ASSERT_EQUAL(rx_snapshot_merge(l, a, len, 100 * S, WALL, 0),
 			RX_EVERSION);
 	CU_ASSERT_EQUAL(rx_registry_count(l), 1);
 	CU_ASSERT_EQUAL(key_stats(l, "k1", 100 * S).consecutive_failures, 1);
-	CU_ASSERT_EQUAL(rx_snapshot_merge(NULL, a, len, 100 * S, WALL),
+	CU_ASSERT_EQUAL(rx_snapshot_merge(NULL, a, len, 100 * S, WALL, 0),
 			RX_EINVAL);
 	free(a);
 	rx_registry_destroy(l);
@@ -609,8 +756,11 @@ int main(void)
 	    {"malformed entry behind a valid checksum",
 	     test_malformed_entry_behind_valid_checksum},
 	    {"merge adds keys and keeps newer", test_merge_adds_keys_and_keeps_newer},
-	    {"merge: newer replaces, pinned stands",
-	     test_merge_newer_replaces_pinned_stands},
+	    {"merge: open replaces unless pinned",
+	     test_merge_open_replaces_unless_pinned},
+	    {"merge: overlapping processes add up",
+	     test_merge_overlapping_processes_add_up},
+	    {"merge: window order and bounds", test_merge_window_order_and_bounds},
 	    {"merge: a running open period wins",
 	     test_merge_running_open_period_wins},
 	    {"merge: corrupt leaves the registry",
