@@ -399,12 +399,16 @@ static bool blocking(int fd)
  * ---------------------------------------------------------------------- */
 
 struct watch {
-	bool on;
+	bool on;	      /* log a transition (level info) */
+	bool changed;	      /* the breaker changed state */
+	uint64_t transitions; /* its count before */
 	struct rx_breaker_stats before, after;
 };
 
+/* Caller holds @g's lock, from watch_begin to watch_end. */
 static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
 {
+	w->transitions = g->breaker.transitions;
 	w->on = cfg.guard.breaker_on && rx__log_enabled(RX_LOG_INFO);
 	if (w->on)
 		rx_breaker_stats(&g->breaker, now, &w->before);
@@ -412,6 +416,7 @@ static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
 
 static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
 {
+	w->changed = g->breaker.transitions != w->transitions;
 	if (w->on)
 		rx_breaker_stats(&g->breaker, now, &w->after);
 }
@@ -467,6 +472,16 @@ static void watch_log(const struct watch *w, struct rx_guard *g)
 		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
 		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
 		w->after.window_count, w->after.consecutive_failures);
+}
+
+/* After an admission step: log a transition, and let the metrics file
+ * show it at once (ADR-222). No lock held. */
+static void watch_report(const struct watch *w, struct rx_guard *g,
+			 uint64_t now)
+{
+	watch_log(w, g);
+	if (w->changed && rx__metrics_on)
+		rx__metrics_tick(now, true);
 }
 
 static struct key_wait *key_wait_of(struct rx_guard *g)
@@ -541,7 +556,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
 		watch_end(&w, g, *now);
 		rx__unlock(l);
-		watch_log(&w, g);
+		watch_report(&w, g, *now);
 		if (d == RX_ADMIT) {
 			uint64_t waited_ms = (*now - start) / RX_NS_PER_MS;
 
@@ -605,7 +620,7 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 	d = rx_guard_admit(g, &ctx, permit, &why);
 	watch_end(&w, g, *now);
 	rx__unlock(l);
-	watch_log(&w, g);
+	watch_report(&w, g, *now);
 	if (d == RX_ADMIT)
 		return true;
 	if (d == RX_QUEUE) {
@@ -635,7 +650,7 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 	/* A refusal storm changes the refusal counters the most: let it
 	 * drive the metrics file too (no lock held here). */
 	if (rx__metrics_on)
-		rx__metrics_tick(*now);
+		rx__metrics_tick(*now, false);
 	return false;
 }
 
@@ -730,8 +745,8 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	watch_log(&w, g);
 	if (log_limit)
 		log_limit_change(g, &ls);
-	if (rx__metrics_on)
-		rx__metrics_tick(now); /* no lock held: it may write the file */
+	if (rx__metrics_on) /* no lock held: it may write the file */
+		rx__metrics_tick(now, w.changed);
 }
 
 /*
@@ -1999,6 +2014,7 @@ static void after_fork_child(void)
 	rx__fdtable_reset_locks();
 	rx_registry_foreach(registry, drop_waiters, NULL);
 	rx__metrics_after_fork();
+	rx__state_after_fork();
 	fork_locked = false;
 	owner_pid = getpid();
 	if (fork_word) /* wiped by the fork; atfork ran: ours again */

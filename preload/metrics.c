@@ -44,15 +44,19 @@
  * (directory missing, disk full), skips the write and logs one warning
  * until a write succeeds again.
  *
- * Processes (ADR-161). RESILIX_METRICS_FILE may contain "%p", replaced by
- * the pid, so that every process of a forking server writes its own file.
- * Without "%p", only the process that started the shim writes: a child
- * forked without exec keeps a copy of the parent's state and would
- * otherwise overwrite the parent's file with stale numbers. (An exec'd
- * child loads a fresh shim that writes the same file; use "%p" for
- * programs that start guarded children.) A process in which no call
- * settled or was refused writes nothing at all: the `timeout`, `env` or
- * shell that starts the program loads the shim too, and exits last.
+ * Processes (ADR-161, ADR-222). RESILIX_METRICS_FILE may contain "%p",
+ * replaced by the pid, so that every process of a forking server writes its
+ * own file; its series then carry a pid label (node-exporter drops series
+ * that two files share) and the file is removed at exit. Without "%p",
+ * the process that started the shim writes: a child forked without exec
+ * keeps a copy of the parent's state and would otherwise overwrite the
+ * parent's file with stale numbers - until the parent is gone, when the
+ * child (a daemon's) takes the file over. (An exec'd child loads a fresh
+ * shim that writes the same file; use "%p" for programs that start guarded
+ * children.) A process in which no call settled or was refused writes
+ * nothing at all: the `timeout`, `env` or shell that starts the program
+ * loads the shim too, and exits last. A breaker's change of state is
+ * written at once, whatever the interval.
  */
 #include "config.h"
 
@@ -60,6 +64,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -124,12 +129,17 @@ static char path_template[PATH_MAX];
 static bool per_pid; /* the template has %p */
 static char path[PATH_MAX];
 static char tmp_path[PATH_MAX];
+/* With %p, every series carries the pid, so that the files of the
+ * processes of one program never hold the same series (ADR-222). */
+static char pid_label[32]; /* `pid="N",` or "" */
+static char pid_only[32];  /* `{pid="N"}` or "" */
 static pid_t writer_pid;
 static uint64_t interval_ns;
 static _Atomic uint64_t next_write_ns;
 static atomic_int writing;
 static atomic_bool warned;
 static atomic_bool active; /* a call settled or was refused here */
+static atomic_bool again;  /* a state change came during a write */
 
 /* ------------------------------------------------------------------------
  * Set-up.
@@ -158,6 +168,12 @@ static bool expand_paths(pid_t pid)
 		path[o++] = *s;
 	}
 	path[o] = '\0';
+	if (per_pid) {
+		snprintf(pid_label, sizeof(pid_label), "pid=\"%ld\",",
+			 (long)pid);
+		snprintf(pid_only, sizeof(pid_only), "{pid=\"%ld\"}",
+			 (long)pid);
+	}
 	/* Not *.prom: node-exporter's textfile collector reads only files
 	 * ending in .prom, so it never sees a half-written temporary. */
 	n = snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.%ld", path, (long)pid);
@@ -571,7 +587,7 @@ static void per_key(struct out *o, const struct per_key_family *fam,
 			if (limiter_only && !snaps[i].limiter_on)
 				continue;
 			value_of(&fam[f], &snaps[i], v, sizeof(v));
-			put(o, "%s{key=\"%s\"} %s\n", fam[f].name,
+			put(o, "%s{%skey=\"%s\"} %s\n", fam[f].name, pid_label,
 			    escape(k, snaps[i].key), v);
 		}
 	}
@@ -593,9 +609,9 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		for (i = 0; i < n; i++)
 			for (j = 0; j < 3; j++)
 				put(o,
-				    "resilix_breaker_state{key=\"%s\","
+				    "resilix_breaker_state{%skey=\"%s\","
 				    "state=\"%s\"} %d\n",
-				    escape(k, snaps[i].key),
+				    pid_label, escape(k, snaps[i].key),
 				    rx_breaker_state_name(j),
 				    snaps[i].breaker.state == j);
 		per_key(o, breaker_families, COUNT(breaker_families), n, false);
@@ -606,9 +622,10 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 	for (i = 0; i < n; i++)
 		for (j = 0; j < RX_VERDICT_COUNT; j++)
 			put(o,
-			    "resilix_calls_total{key=\"%s\",verdict=\"%s\"} "
+			    "resilix_calls_total{%skey=\"%s\",verdict=\"%s\"} "
 			    "%llu\n",
-			    escape(k, snaps[i].key), rx_verdict_name(j),
+			    pid_label, escape(k, snaps[i].key),
+			    rx_verdict_name(j),
 			    (unsigned long long)snaps[i].counters.settled[j]);
 	family(o, "resilix_refusals_total", "counter",
 	       "Calls resilix refused before they reached the network, by "
@@ -616,9 +633,11 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 	for (i = 0; i < n; i++)
 		for (j = 1; j < RX_REASON_COUNT; j++)
 			put(o,
-			    "resilix_refusals_total{key=\"%s\",reason=\"%s\"} "
+			    "resilix_refusals_total{%skey=\"%s\",reason=\"%s\"}"
+			    " "
 			    "%llu\n",
-			    escape(k, snaps[i].key), rx_reason_name(j),
+			    pid_label, escape(k, snaps[i].key),
+			    rx_reason_name(j),
 			    (unsigned long long)snaps[i].counters.refused[j]);
 	per_key(o, call_families, COUNT(call_families), n, false);
 	family(o, "resilix_call_latency_seconds", "summary",
@@ -628,14 +647,16 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		escape(k, snaps[i].key);
 		for (j = 0; j < NQ; j++)
 			put(o,
-			    "resilix_call_latency_seconds{key=\"%s\","
+			    "resilix_call_latency_seconds{%skey=\"%s\","
 			    "quantile=\"%s\"} %s\n",
-			    k, quantile_labels[j],
+			    pid_label, k, quantile_labels[j],
 			    num(v, sizeof(v), snaps[i].q[j]));
-		put(o, "resilix_call_latency_seconds_sum{key=\"%s\"} %s\n", k,
+		put(o, "resilix_call_latency_seconds_sum{%skey=\"%s\"} %s\n",
+		    pid_label, k,
 		    num(v, sizeof(v), (double)snaps[i].sum_us / 1e6));
-		put(o, "resilix_call_latency_seconds_count{key=\"%s\"} %llu\n",
-		    k, (unsigned long long)snaps[i].count);
+		put(o,
+		    "resilix_call_latency_seconds_count{%skey=\"%s\"} %llu\n",
+		    pid_label, k, (unsigned long long)snaps[i].count);
 	}
 	for (i = 0; i < n && !snaps[i].limiter_on; i++)
 		;
@@ -643,14 +664,14 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 		per_key(o, limiter_families, COUNT(limiter_families), n, true);
 	family(o, "resilix_registry_keys", "gauge",
 	       "Keys (destinations) the registry holds.");
-	put(o, "resilix_registry_keys %u\n", keys);
+	put(o, "resilix_registry_keys%s %u\n", pid_only, keys);
 	family(o, "resilix_registry_max_keys", "gauge",
 	       "The registry's cap on keys (RESILIX_MAX_KEYS).");
-	put(o, "resilix_registry_max_keys %u\n", max_keys);
+	put(o, "resilix_registry_max_keys%s %u\n", pid_only, max_keys);
 	family(o, "resilix_registry_overflows_total", "counter",
 	       "Calls passed through unguarded because the registry was "
 	       "full.");
-	put(o, "resilix_registry_overflows_total %llu\n",
+	put(o, "resilix_registry_overflows_total%s %llu\n", pid_only,
 	    (unsigned long long)overflows);
 }
 
@@ -729,6 +750,16 @@ fail:
 	}
 }
 
+/* With %p, at exit: the file goes with the process, so that the textfile
+ * collector does not serve a dead worker's numbers for ever (ADR-222).
+ * Only a file of ours is removed. */
+static void remove_file(void)
+{
+	if (!foreign() && unlink(path) == 0)
+		rx__log(RX_LOG_DEBUG, "event=metrics-removed file=\"%.200s\"",
+			path);
+}
+
 /*
  * At exit, another thread may be in the middle of a write; exit() would
  * end it with its temporary file left behind. Wait for it, a second at
@@ -750,42 +781,77 @@ static bool await_writer(void)
 	return false;
 }
 
+/*
+ * Is this process the writer? Without %p, the process that started the
+ * shim writes, and a child forked without exec leaves the file to it
+ * (ADR-161) - until it is gone: a daemon's work is done by a child whose
+ * parent exited at once, and that child then takes the file over
+ * (ADR-222). One kill(pid, 0) when a write is due.
+ */
+static bool is_writer(void)
+{
+	pid_t self = getpid();
+
+	if (self == writer_pid)
+		return true;
+	if (per_pid || kill(writer_pid, 0) == 0 || errno != ESRCH)
+		return false;
+	if (!expand_paths(self))
+		return false;
+	writer_pid = self;
+	return true;
+}
+
 /* Take the try-lock and write; @force: the write at exit, which ignores
- * the interval, waits for a writer in progress and keeps the lock. */
-static void maybe_write(uint64_t now, bool force)
+ * the interval, waits for a writer in progress and keeps the lock; @soon:
+ * a breaker changed state, written now whatever the interval (ADR-222). */
+static void maybe_write(uint64_t now, bool force, bool soon)
 {
 	int saved = errno;
 	int inside = rx__inside;
 
-	if (!force &&
+	if (!force && !soon &&
 	    now < atomic_load_explicit(&next_write_ns, memory_order_relaxed))
 		return;
-	if (getpid() != writer_pid)
-		return; /* ADR-161: a forked child leaves the file alone */
+	if (!is_writer())
+		goto out; /* ADR-161: a forked child leaves the file alone */
 	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire) &&
-	    !(force && await_writer()))
-		return; /* another thread writes; it has our numbers too */
-	if (force || now >= atomic_load(&next_write_ns)) {
-		atomic_store(&next_write_ns, now + interval_ns);
-		rx__inside = 1; /* our own I/O passes through the shim */
-		write_file(now);
-		rx__inside = inside;
+	    !(force && await_writer())) {
+		/* Another thread writes; it may have copied the numbers
+		 * before this change: it writes once more. */
+		if (soon)
+			atomic_store(&again, true);
+		goto out;
 	}
+	rx__inside = 1; /* our own I/O passes through the shim */
+	if (force && per_pid) {
+		remove_file(); /* ADR-222: a worker's file ends with it */
+	} else if (force || soon || now >= atomic_load(&next_write_ns)) {
+		for (int n = 0; n < 3; n++, now = rx__now_ns()) {
+			atomic_store(&again, false);
+			atomic_store(&next_write_ns, now + interval_ns);
+			write_file(now);
+			if (!atomic_load(&again))
+				break;
+		}
+	}
+	rx__inside = inside;
 	/* The exit write keeps the try-lock: threads still running while
 	 * the process exits must not start a write that _exit would cut
 	 * short, leaving its temporary file behind. */
 	if (!force)
 		atomic_store_explicit(&writing, 0, memory_order_release);
+out:
 	errno = saved;
 }
 
-void rx__metrics_tick(uint64_t now_ns)
+void rx__metrics_tick(uint64_t now_ns, bool changed)
 {
 	if (!rx__metrics_on)
 		return;
 	if (!atomic_load_explicit(&active, memory_order_relaxed))
 		atomic_store(&active, true);
-	maybe_write(now_ns, false);
+	maybe_write(now_ns, false, changed);
 }
 
 /* The last write, at exit (exit() or a return from main; not _exit or a
@@ -802,7 +868,7 @@ __attribute__((destructor)) static void metrics_at_exit(void)
 	if (!rx__metrics_on || !rx__ready())
 		return;
 	if (atomic_load(&active)) {
-		maybe_write(rx__now_ns(), true); /* the core's clock */
+		maybe_write(rx__now_ns(), true, false); /* the core's clock */
 		return;
 	}
 	/* Nothing to write yet - but threads still running while the

@@ -3,8 +3,9 @@
  *
  * RESILIX_METRICS_FILE names a file that the shim rewrites, atomically (a
  * temporary file in the same directory, then rename), at most every
- * RESILIX_METRICS_INTERVAL_MS when a call settles or is refused, and once
- * more at exit.
+ * RESILIX_METRICS_INTERVAL_MS when a call settles or is refused, at once
+ * when a breaker changes state, and once more at exit (with "%p" in the
+ * name, the file is removed at exit instead, ADR-222).
  * No thread and no timer run in the host (DESIGN.md section 3): the host's
  * own calls drive the writes. Writing never influences admission
  * (ADR-010): the writer only reads copies of the statistics, and any
@@ -54,13 +55,15 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 
 /*
  * rx__metrics_tick - a call settled or was refused at @now_ns (monotonic):
- * write the file
- * if the interval has passed and no other thread is writing (a try-lock:
- * the others skip). No lock may be held by the caller. Preserves errno.
- * Cost: one atomic load when it is not time; otherwise O(keys) plus the
- * file I/O, on this thread.
+ * write the file if the interval has passed, or at once when @changed (a
+ * breaker changed state: the file must not show the old state while the
+ * program goes quiet, ADR-222), and no other thread is writing (a
+ * try-lock: the others skip; a state change found during a write makes
+ * that writer write once more). No lock may be held by the caller.
+ * Preserves errno. Cost: one atomic load when it is not time; otherwise
+ * O(keys) plus the file I/O, on this thread.
  */
-void rx__metrics_tick(uint64_t now_ns);
+void rx__metrics_tick(uint64_t now_ns, bool changed);
 
 /* rx__metrics_after_fork - forked child: free the writer's try-lock and
  * decide whether this process writes (see ADR-161). */

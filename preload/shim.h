@@ -651,6 +651,14 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		     struct rx_lock *reg_lock, struct rx_lock *locks);
 
+/*
+ * rx__state_after_fork - forked child (atfork child handler): this process
+ * writes the file at exit if its own calls settle, and only those count as
+ * its own in the merge (ADR-222): the calls its parent made before the fork
+ * are the parent's to write. O(1), no system call but getpid.
+ */
+void rx__state_after_fork(void);
+
 /* Set once a call settled in this process (state.c reads it at exit). */
 extern atomic_bool rx__state_dirty;
 

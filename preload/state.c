@@ -35,9 +35,10 @@
  * writes:
  * the shell, `env` or `timeout` that starts the program loads the shim
  * too, exits after it, and must not put back the state it read before
- * its child learnt anything. Only the process that started the shim
- * writes; a child forked without exec holds a copy and leaves the file to
- * its parent (an exec'd child loads a fresh shim and takes part itself).
+ * its child learnt anything. A child forked without exec writes too when
+ * its own calls settled (a daemon's work is done by such a child), and
+ * only its calls since the fork count as its own in the merge: its copy
+ * of the parent's are the parent's to write (ADR-222).
  *
  * Failures never crash and never stop guarding (ADR-172). A missing file
  * is the first run: nothing is said. A file of ours that cannot be read,
@@ -381,6 +382,16 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	guard_locks = locks;
 	max_keys = cfg->registry.max_keys;
 	enabled = true;
+}
+
+void rx__state_after_fork(void)
+{
+	if (!enabled)
+		return;
+	writer_pid = getpid();
+	(void)sibling(tmp_path, sizeof(tmp_path), ".tmp.", (long)writer_pid);
+	hydrated_ns = rx__now_ns();
+	atomic_store(&rx__state_dirty, false);
 }
 
 /* Take @l, trying a bounded number of times: exit may run in a signal

@@ -145,41 +145,117 @@ rx_assert_grep "and in the latency summary's count" \
 rx_assert_no_grep "no error from the writer" 'metrics-write-failed' "$err"
 rx_upstream_stop threads
 
-# --- fork: %p gives each process its own file; without it the child ----
-# --- leaves the parent's file alone (ADR-161) --------------------------------
+# --- fork: %p gives each process its own file, its series labelled with ---
+# --- its pid, removed when it exits; without %p a child leaves the file ---
+# --- to its parent while the parent lives (ADR-161, ADR-222) -------------
 two_lines() { [ "$(wc -l <"$1")" -ge 2 ]; }
 if rx_usable python3; then
 	rx_upstream_start fork --phases 0:ok
-	# The child exits last: without %p, its write would be the one seen.
+	# One call, a fork, then 3 calls in the parent and 2 in the child;
+	# both wait for the go file; the parent waits for the child (a
+	# server and its worker), unless told it is a daemon: then it exits
+	# at once and the child works on alone.
 	forkpy='import os, sys, time, urllib.request
 url = "http://127.0.0.1:%s/" % sys.argv[1]
-urllib.request.urlopen(url).read()
+go, daemon = sys.argv[2], sys.argv[3] == "daemon"
+if not daemon:
+    urllib.request.urlopen(url).read()
 pid = os.fork()
+if daemon and pid:
+    sys.exit(0)
 for i in range(2 if pid == 0 else 3):
     urllib.request.urlopen(url).read()
-if pid == 0:
-    time.sleep(0.5)
-print(os.getpid(), flush=True)'
-	rx_shim RESILIX_METRICS_FILE="$RX_TMP/fork-%p.prom" python3 -c "$forkpy" \
-		"$RX_PORT" >"$out" 2>"$err" || rx_fail "python fork exit status $?"
-	rx_wait_for 5 two_lines "$out" || rx_fail "the child did not finish"
-	sleep 0.1
-	parent=$(sed -n 1p "$out") child=$(sed -n 2p "$out")
-	rx_assert_grep "the parent's own file (1 + 3 calls)" \
-		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 4$" \
-		"$RX_TMP/fork-$parent.prom"
-	rx_assert_grep "the child's own file (1 inherited + 2 calls)" \
-		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 3$" \
-		"$RX_TMP/fork-$child.prom"
-	rm -f "$prom"
+print(os.getpid(), flush=True)
+for i in range(500):
+    if os.path.exists(go):
+        break
+    time.sleep(0.02)
+if pid:
+    os.waitpid(pid, 0)
+elif daemon:
+    time.sleep(0.5)  # a daemon outlives the process that started it'
+	ok_line() { # PID N: the calls line of a %p file (N successes)
+		echo "^resilix_calls_total\\{pid=\"$1\",key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} $2$"
+	}
+	rm -f "$RX_TMP/go"
+	rx_shim RESILIX_METRICS_FILE="$RX_TMP/fork-%p.prom" \
+		RESILIX_METRICS_INTERVAL_MS=0 python3 -c "$forkpy" "$RX_PORT" \
+		"$RX_TMP/go" server >"$out" 2>"$err" &
+	spid=$!
+	rx_wait_for 10 two_lines "$out" || rx_fail "the processes did not start"
+	pyprocs=$(sed -n 1,2p "$out")
+	for p in $pyprocs; do
+		[ -f "$RX_TMP/fork-$p.prom" ] || rx_fail "no file for process $p"
+	done
+	# Which is which: the parent made 1 + 3 calls, the child 1 inherited
+	# + 2 of its own; every series names its process.
+	a=$(echo "$pyprocs" | sed -n 1p) b=$(echo "$pyprocs" | sed -n 2p)
+	if grep -Eq "$(ok_line "$a" 4)" "$RX_TMP/fork-$a.prom"; then
+		parent=$a child=$b
+	else
+		parent=$b child=$a
+	fi
+	rx_assert_grep "the parent's own file (1 + 3 calls), pid label" \
+		"$(ok_line "$parent" 4)" "$RX_TMP/fork-$parent.prom"
+	rx_assert_grep "the child's own file (1 inherited + 2 calls), pid label" \
+		"$(ok_line "$child" 3)" "$RX_TMP/fork-$child.prom"
+	rx_assert_eq "no series without the pid label" 0 \
+		"$(grep -v '^#' "$RX_TMP/fork-$child.prom" | grep -vc "pid=\"$child\"")"
+	rx_assert_grep "a series without a key has the pid label too" \
+		"^resilix_registry_keys\\{pid=\"$child\"\\} 1$" "$RX_TMP/fork-$child.prom"
+	touch "$RX_TMP/go"
+	wait "$spid" || rx_fail "python fork exit status $?"
+	rx_assert_eq "the files went with their processes" "" \
+		"$(ls "$RX_TMP" | grep '^fork-' || true)"
+
+	# Without %p: the child exits while the parent lives; the file is the
+	# parent's.
+	rm -f "$prom" "$RX_TMP/go"
+	touch "$RX_TMP/go"
 	rx_shim RESILIX_METRICS_FILE="$prom" python3 -c "$forkpy" "$RX_PORT" \
-		>"$out" 2>"$err" || rx_fail "python fork exit status $?"
-	rx_wait_for 5 two_lines "$out" || rx_fail "the child did not finish"
-	sleep 0.1
+		"$RX_TMP/go" server >"$out" 2>"$err" || rx_fail "python fork exit status $?"
 	rx_assert_grep "without %p, the file is the parent's" \
 		"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 4$" \
 		"$prom"
+	# A daemon: the process that started the shim exits at once, having
+	# made no call; the child that does the work takes the file over.
+	rm -f "$prom"
+	rx_shim RESILIX_METRICS_FILE="$prom" python3 -c "$forkpy" "$RX_PORT" \
+		"$RX_TMP/go" daemon >"$out" 2>"$err" || rx_fail "python daemon exit status $?"
+	rx_wait_for 10 test -s "$prom" || rx_fail "the daemon's child wrote no file"
+	rx_wait_for 5 grep -q "verdict=\"success\"} 2$" "$prom" ||
+		rx_fail "the daemon's child's calls are not in the file"
+	rx_log "ok: the daemon's child wrote the file"
 	rx_upstream_stop fork
+fi
+
+# --- a trip shows in the file at once, though the program then goes quiet ---
+# --- and the interval has not passed (ADR-222) -----------------------------
+if rx_usable python3; then
+	rx_upstream_start quiet --phases 0:status:500
+	rm -f "$prom" "$RX_TMP/go"
+	quietpy='import os, sys, time, urllib.request, urllib.error
+url = "http://127.0.0.1:%s/" % sys.argv[1]
+for i in range(6):
+    try:
+        urllib.request.urlopen(url).read()
+    except (urllib.error.HTTPError, OSError):
+        pass
+print("quiet", flush=True)
+for i in range(500):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.02)'
+	rx_shim RESILIX_METRICS_FILE="$prom" RESILIX_CONSECUTIVE_BACKSTOP=5 \
+		RESILIX_OPEN_MS=60000 RESILIX_METRICS_INTERVAL_MS=600000 \
+		python3 -c "$quietpy" "$RX_PORT" "$RX_TMP/go" >"$out" 2>"$err" &
+	qpid=$!
+	rx_wait_for 10 grep -q quiet "$out" || rx_fail "the program did not finish its calls"
+	rx_assert_grep "the file shows the open breaker while the program is quiet" \
+		"^resilix_breaker_state\\{key=\"127.0.0.1:$RX_PORT\",state=\"open\"\\} 1$" "$prom"
+	touch "$RX_TMP/go"
+	wait "$qpid" || rx_fail "quiet program exit status $?"
+	rx_upstream_stop quiet
 fi
 
 # --- refusals drive writes too: an open breaker's refusals show while ----

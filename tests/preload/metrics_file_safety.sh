@@ -92,10 +92,16 @@ rx_assert_eq "checker: a link as state file" 1 "$(RESILIX_STATE_FILE="$RX_TMP/li
 # (nginx, postgres), then forks a worker: the worker's own file (%p) is
 # written under the name the variable had at start-up, and a relative
 # name is resolved then too.
-(cd "$RX_TMP" && rx_shim RESILIX_METRICS_FILE="title-%p.prom" \
+# (The worker's file is removed when it exits, ADR-222: the log says
+# where it was written.)
+(cd "$RX_TMP" && rx_shim RESILIX_METRICS_FILE="title-%p.prom" RESILIX_LOG=debug \
 	"$RESILIX_BUILDDIR/tests/support/proctitle" "$RX_PORT") >"$out" 2>"$err" ||
 	rx_fail "proctitle: exit status $?"
-rx_assert_eq "proctitle: the worker's file" 1 \
+rx_assert_grep "proctitle: the worker's file was written" \
+	"event=metrics-written keys=1 file=\"$RX_TMP/title-[0-9]+\\.prom\"" "$err"
+rx_assert_grep "proctitle: and removed at its exit" \
+	"event=metrics-removed file=\"$RX_TMP/title-[0-9]+\\.prom\"" "$err"
+rx_assert_eq "proctitle: no file left" 0 \
 	"$(ls "$RX_TMP" | grep -c '^title-[0-9]*\.prom$')"
 rx_assert_no_grep "proctitle: no write failure" 'metrics-write-failed' "$err"
 

@@ -29,7 +29,8 @@
 #    once on eight keys leave eight keys; eight at once that each fail
 #    once on one key leave eight failures (ADR-221); a long-lived process
 #    that exits after short ones tripped its key does not close the
-#    circuit again.
+#    circuit again. A daemon's child, forked without exec, writes its own
+#    calls (ADR-222).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 
@@ -400,4 +401,35 @@ line=$(tail -n 1 "$out")
 failed_fast client "$line" ||
 	rx_fail "merge: the circuit was closed by the long process's exit: $line"
 rx_assert_eq "merge: connections accepted while open" 0 "$(rx_accepts long)"
+
+# A daemon: the process that started the shim forks and exits at once,
+# having made no call; its child makes two failing calls and exits later.
+# The child writes the file (ADR-222), so the next process's failure
+# reaches the backstop of 3. Before, only the process that started the
+# shim wrote, and the daemon's calls were lost.
+if rx_usable python3; then
+	state=$RX_TMP/daemon.state
+	out=$RX_TMP/daemon.out err=$RX_TMP/daemon.err
+	: >"$out"
+	: >"$err"
+	rx_dump_on_fail "$out" "$err"
+	PORT=$(rx_free_port)
+	daemonpy='import os, socket, sys, time
+if os.fork():
+    sys.exit(0)
+for i in range(2):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2).close()
+    except OSError:
+        pass
+time.sleep(0.3)  # a daemon outlives the process that started it
+open(sys.argv[2], "w").write("done\n")'
+	rx_shim "${guard[@]}" RESILIX_STATE_FILE="$state" python3 -c "$daemonpy" \
+		"$PORT" "$RX_TMP/daemon.done" 2>>"$err" || rx_fail "daemon: exit status $?"
+	rx_wait_for 10 test -s "$RX_TMP/daemon.done" || rx_fail "daemon: the child did not finish"
+	rx_wait_for 5 test -s "$state" || rx_fail "daemon: no state file written"
+	one client "$state" "$PORT" || rx_fail "daemon: the next process failed"
+	rx_assert_eq "daemon: the child's two failures were kept" 1 \
+		"$(rx_count_to open "$err")"
+fi
 rx_pass
