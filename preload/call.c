@@ -82,6 +82,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -502,13 +503,71 @@ static void wake_waiters(struct key_wait *kw)
 }
 
 /* Sleep until @kw's word moves from @seq, a wake-up, a signal, or @ns. */
-static void wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
+/* Sleep until woken or @ns pass. Returns false when a signal handler ran
+ * (EINTR). */
+static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 {
 	struct timespec ts = {(time_t)(ns / UINT64_C(1000000000)),
 			      (long)(ns % UINT64_C(1000000000))};
 
-	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL,
-		0);
+	return syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
+		       NULL, 0) == 0 ||
+	       errno != EINTR;
+}
+
+/*
+ * A signal handler ran while a caller waited for a limiter slot: would the
+ * real call have failed with EINTR? It would, unless that handler was
+ * installed with SA_RESTART (signal(7): connect and write are restarted
+ * then). The kernel does not say which signal it was, so: EINTR when a
+ * signal this thread does not block has a handler without SA_RESTART
+ * (ADR-223). Up to 64 sigaction calls, on this rare path only.
+ */
+static bool eintr_wanted(void)
+{
+	struct sigaction sa;
+	sigset_t mask;
+	int s;
+
+	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) != 0)
+		return false;
+	for (s = 1; s < NSIG; s++) {
+		if (s == SIGKILL || s == SIGSTOP || sigismember(&mask, s) == 1 ||
+		    sigaction(s, NULL, &sa) != 0)
+			continue;
+		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+		    !(sa.sa_flags & SA_RESTART))
+			return true;
+	}
+	return false;
+}
+
+/* The errno a refusal gives the caller (ADR-223): ECONNREFUSED, or EINTR
+ * when a signal ended its wait for a limiter slot. Per thread; read once
+ * by rx__refusal_errno. */
+static __thread int refusal_errno;
+
+int rx__refusal_errno(void)
+{
+	int e = refusal_errno ? refusal_errno : ECONNREFUSED;
+
+	refusal_errno = 0;
+	return e;
+}
+
+/* The program's own bound on a send on @fd (SO_SNDTIMEO, which Linux
+ * applies to connect too), in ns; 0 = none or not a socket. */
+static uint64_t send_timeout_ns(int fd)
+{
+	struct timeval tv = {0, 0};
+	socklen_t len = sizeof(tv);
+
+	if (fd < 0 ||
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) != 0 ||
+	    tv.tv_sec < 0 || tv.tv_usec < 0)
+		return 0;
+	return (uint64_t)tv.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)tv.tv_usec * 1000;
 }
 
 static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
@@ -524,12 +583,14 @@ static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
 
 /*
  * Wait in @g's limiter queue at place @place until the caller's turn (true,
- * @permit filled, *@now the admission time), a refusal, or the queue
- * timeout (false). No lock is held while sleeping; rx__inside stays set,
- * so a signal handler's I/O on this thread passes through.
+ * @permit filled, *@now the admission time), a refusal, the queue timeout,
+ * the program's own send timeout on @fd, or a signal the real call would
+ * have returned EINTR for (false; refusal_errno says which). No lock is
+ * held while sleeping; rx__inside stays set, so a signal handler's I/O on
+ * this thread passes through.
  */
 static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
-		      struct rx_gate_permit *permit, const char *where)
+		      struct rx_gate_permit *permit, const char *where, int fd)
 {
 	struct rx_admit_ctx ctx = {.rng = thread_rng(), .can_wait = true};
 	struct rx_refusal why = {RX_REASON_LIMITER_FULL, 0};
@@ -540,10 +601,15 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 	uint64_t deadline;
 	enum rx_decision d;
 
-	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait. */
+	uint64_t own_ns = send_timeout_ns(fd);
+
+	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait, and
+	 * so does the program's own (SO_SNDTIMEO, ADR-223). */
 	if (cfg.timeout_ms > 0 && cfg.timeout_ms < bound_ms)
 		bound_ms = cfg.timeout_ms;
 	deadline = start + bound_ms * RX_NS_PER_MS;
+	if (own_ns > 0 && start + own_ns < deadline)
+		deadline = start + own_ns;
 
 	for (;;) {
 		uint32_t seq =
@@ -583,10 +649,26 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 			break;
 		}
 		uint64_t left = deadline - *now;
-		wait_for_wake(kw, seq,
-			      left < WAIT_SLICE_MS * RX_NS_PER_MS
-				  ? left
-				  : WAIT_SLICE_MS * RX_NS_PER_MS);
+		if (!wait_for_wake(kw, seq,
+				   left < WAIT_SLICE_MS * RX_NS_PER_MS
+				       ? left
+				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
+		    fd >= 0 && eintr_wanted()) { /* fd < 0: libcurl's */
+			rx__lock(l);
+			rx_guard_cancel_wait(g, place, false);
+			rx__unlock(l);
+			wake_waiters(kw);
+			*now = now_ns();
+			refusal_errno = EINTR;
+			rx__log(RX_LOG_DEBUG,
+				"key=%s event=wait-interrupted waited_ms=%llu "
+				"at=%s",
+				key_of(g),
+				(unsigned long long)((*now - start) /
+						     RX_NS_PER_MS),
+				where);
+			return false;
+		}
 		*now = now_ns();
 	}
 	log_refused(g, &why, where, *now - start);
@@ -637,7 +719,7 @@ static bool admit(struct rx_guard *g, uint64_t *now,
 			d = RX_REFUSE;
 		rx__unlock(l);
 		if (d == RX_QUEUE) {
-			bool ok = wait_turn(g, place, now, permit, where);
+			bool ok = wait_turn(g, place, now, permit, where, fd);
 
 			errno = saved;
 			return ok;

@@ -351,14 +351,15 @@ RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 /* ---- sending ------------------------------------------------------ */
 
 /* A begin step's decision as the senders use it: 1 = tracked, 0 = pass,
- * -1 = refused (errno ECONNREFUSED set). */
+ * -1 = refused (errno set: ECONNREFUSED, or EINTR for a wait a signal
+ * ended, ADR-223). */
 static int decided(enum rx_op_decision d)
 {
 	switch (d) {
 	case RX_OP_TRACK:
 		return 1;
 	case RX_OP_REFUSE:
-		errno = ECONNREFUSED;
+		errno = rx__refusal_errno();
 		return -1;
 	case RX_OP_PASS:
 	default:

@@ -480,8 +480,16 @@ enum rx_op_decision {
 	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */
 	RX_OP_TRACK,	/* tracked: call the real function, then the end
 			   step, immediately (it reads errno first) */
-	RX_OP_REFUSE	/* refused: return -1 with errno ECONNREFUSED */
+	RX_OP_REFUSE	/* refused: return -1 with rx__refusal_errno() */
 };
+
+/*
+ * rx__refusal_errno - the errno for the RX_OP_REFUSE just returned on this
+ * thread: ECONNREFUSED, or EINTR when a signal ended the call's wait for a
+ * limiter slot and the real call would have failed with EINTR (ADR-223).
+ * Read it once per refusal (it resets). Thread-safe (per thread), O(1).
+ */
+int rx__refusal_errno(void);
 
 /* One in-progress operation on a tracked fd, on the caller's stack. */
 struct rx_op {

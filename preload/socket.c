@@ -66,7 +66,7 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 	switch (rx__connect_begin(&op, fd, sa, len)) {
 	case RX_OP_REFUSE:
-		errno = ECONNREFUSED;
+		errno = rx__refusal_errno();
 		return -1;
 	case RX_OP_TRACK:
 		rc = rx__real_connect(fd, sa, len);

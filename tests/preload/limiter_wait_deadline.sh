@@ -1,0 +1,55 @@
+#!/bin/bash
+# limiter_wait_deadline.sh - a blocking connect that waits for a limiter
+# slot ends no later than the program's own deadline would end the real
+# call (ADR-223): the socket's SO_SNDTIMEO (Linux bounds connect with it),
+# and a signal whose handler was installed without SA_RESTART (the real
+# connect fails with EINTR: the alarm() connect timeout of old daemons,
+# Python's signal handlers). A handler with SA_RESTART keeps the wait, as
+# the kernel restarts the real call.
+#
+# The limit is 1, the upstream answers in 3 s, and a thread of the test
+# program holds the slot; the program's second connect queues, with a
+# queue timeout of 1500 ms. The deadlines are 200 ms.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+QW=$RESILIX_BUILDDIR/tests/support/queuewait
+[ -x "$QW" ] || rx_fail "not built: $QW"
+
+rx_upstream_start slow --phases 0:slow:3000
+lim=(RESILIX_LIMIT_INITIAL=1 RESILIX_LIMIT_MIN=1 RESILIX_LIMIT_MAX=1
+	RESILIX_QUEUE_TIMEOUT_MS=1500 RESILIX_LOG=debug)
+# run MODE: "<rc> <errno> <elapsed ms> <alarms>" of the queued connect.
+run() {
+	local out=$RX_TMP/$1.out err=$RX_TMP/$1.err
+	rx_dump_on_fail "$out" "$err"
+	RX_TIMEOUT=15 rx_shim "${lim[@]}" "$QW" "$RX_PORT" "$1" >"$out" 2>"$err" ||
+		rx_fail "$1: exit status $?"
+	cat "$out"
+}
+
+# set -- "$(run MODE)" splits the line into $1..$4.
+set -- $(run none)
+rx_assert_eq "no deadline: refused" "-1 ECONNREFUSED" "$1 $2"
+rx_assert_ge "no deadline: after the queue timeout (ms)" "$3" 1400
+rx_assert_grep "no deadline: it waited in the queue" \
+	'event=refused reason=limiter-full .*at=connect waited_ms=1[45]' \
+	"$RX_TMP/none.err"
+
+set -- $(run sndtimeo)
+rx_assert_eq "SO_SNDTIMEO: refused" "-1 ECONNREFUSED" "$1 $2"
+rx_assert_le "SO_SNDTIMEO: at its 200 ms, not the queue's 1500 (ms)" "$3" 1000
+rx_assert_ge "SO_SNDTIMEO: not before it (ms)" "$3" 150
+
+set -- $(run alarm)
+rx_assert_eq "alarm without SA_RESTART: EINTR" "-1 EINTR" "$1 $2"
+rx_assert_eq "alarm without SA_RESTART: the handler ran" 1 "$4"
+rx_assert_le "alarm without SA_RESTART: at the alarm (ms)" "$3" 1000
+rx_assert_grep "alarm without SA_RESTART: logged" 'event=wait-interrupted' \
+	"$RX_TMP/alarm.err"
+
+set -- $(run alarm-restart)
+rx_assert_eq "alarm with SA_RESTART: the wait goes on, then refused" \
+	"-1 ECONNREFUSED" "$1 $2"
+rx_assert_eq "alarm with SA_RESTART: the handler ran" 1 "$4"
+rx_assert_ge "alarm with SA_RESTART: after the queue timeout (ms)" "$3" 1400
+rx_pass

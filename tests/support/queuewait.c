@@ -1,0 +1,111 @@
+/*
+ * queuewait.c - a connect that waits for a limiter slot, bounded by the
+ * program's own deadline, for tests/preload/limiter_wait_deadline.sh
+ * (ADR-223).
+ *
+ * Usage: queuewait PORT MODE
+ * A thread makes one request to 127.0.0.1:PORT and waits for its answer
+ * (the upstream answers slowly), so it holds the key's only slot. Once
+ * that thread is connected, main connects a second socket, bounded by
+ * MODE:
+ *   sndtimeo        SO_SNDTIMEO of 200 ms on the socket
+ *   alarm           SIGALRM after 200 ms, handler without SA_RESTART
+ *   alarm-restart   SIGALRM after 200 ms, handler with SA_RESTART
+ *   none            nothing
+ * and prints "<rc> <errno name|OK> <elapsed ms> <alarms>".
+ */
+#define _GNU_SOURCE /* strerrorname_np */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loopback.h"
+
+static int port;
+static volatile sig_atomic_t alarms;
+static volatile int holding; /* the thread's connect returned */
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+static void *hold(void *arg)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	char buf[256];
+	int fd = rx_dial(port);
+
+	(void)arg;
+	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+	if (fd >= 0 && write(fd, req, sizeof(req) - 1) > 0 &&
+	    read(fd, buf, sizeof(buf)) < 0) {
+		/* The answer, or an error: either way the slot is held until
+		 * then. */
+	}
+	return NULL;
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in sin;
+	struct timespec t0;
+	pthread_t t;
+	const char *mode;
+	int fd, rc, e;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: queuewait PORT "
+				"sndtimeo|alarm|alarm-restart|none\n");
+		return 2;
+	}
+	port = atoi(argv[1]);
+	mode = argv[2];
+	sin = rx_loopback(port);
+	if (pthread_create(&t, NULL, hold, NULL) != 0)
+		return 1;
+	for (int i = 0; i < 500 && !__atomic_load_n(&holding, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(10000);
+	usleep(50000); /* its request on the way */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 1;
+	if (strcmp(mode, "sndtimeo") == 0) {
+		struct timeval tv = {0, 200000};
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	} else if (strncmp(mode, "alarm", 5) == 0) {
+		struct sigaction sa;
+		struct itimerval it = {{0, 0}, {0, 200000}};
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = strcmp(mode, "alarm-restart") == 0 ? SA_RESTART : 0;
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	e = errno;
+	printf("%d %s %.0f %d\n", rc, rc == 0 ? "OK" : strerrorname_np(e),
+	       ms_since(&t0), (int)alarms);
+	fflush(stdout);
+	_exit(0);
+}
