@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_alarm;
-		sa.sa_flags = strcmp(mode, "alarm-restart") == 0 ? SA_RESTART : 0;
+		sa.sa_flags =
+		    strcmp(mode, "alarm-restart") == 0 ? SA_RESTART : 0;
 		sigaction(SIGALRM, &sa, NULL);
 		setitimer(ITIMER_REAL, &it, NULL);
 	}
