@@ -1744,6 +1744,13 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 			e->first_byte_ns = now;
 		left -= take;
 	}
+	if (iov == NULL) {
+		/* Bytes the shim could not see (spliced to a pipe): the
+		 * upstream answered, in no protocol the shim reads. */
+		if (e->first_byte_ns == 0)
+			e->first_byte_ns = now;
+		r = RX_SNIFF_OTHER;
+	}
 	switch (r) {
 	case RX_SNIFF_MORE:
 		/* Bytes arrived, so a pending connect did connect. */

@@ -38,6 +38,7 @@
 #undef _FORTIFY_SOURCE /* we define the functions fortify would wrap */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -294,6 +295,34 @@ RX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return n;
 }
 
+/* preadv2 with offset -1 reads at the file position: on a socket, a readv
+ * (with RWF_* flags). Any other offset is a file's: passed through. */
+static ssize_t do_preadv2(int fd, const struct iovec *iov, int iovcnt,
+			  off_t off, int flags)
+{
+	struct rx_op op;
+	ssize_t n;
+
+	if (off != -1 || !recv_matters(fd) || low_ptr(iov) ||
+	    rx__read_begin(&op, fd, 0, iov_total(iov, iovcnt)) != RX_OP_TRACK)
+		return rx__real_preadv2(fd, iov, iovcnt, off, flags);
+	n = rx__real_preadv2(fd, iov, iovcnt, off, flags);
+	rx__read_end(&op, n, iov, iovcnt);
+	return n;
+}
+
+RX_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt,
+			  off_t off, int flags)
+{
+	return do_preadv2(fd, iov, iovcnt, off, flags);
+}
+
+RX_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt,
+			     off_t off, int flags)
+{
+	return do_preadv2(fd, iov, iovcnt, off, flags);
+}
+
 RX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rx_op op;
@@ -494,6 +523,38 @@ RX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	return n;
 }
 
+/* pwritev2 with offset -1: on a socket, a writev (see do_preadv2). */
+static ssize_t do_pwritev2(int fd, const struct iovec *iov, int iovcnt,
+			   off_t off, int flags)
+{
+	struct rx_op op;
+	ssize_t n;
+	int b;
+
+	if (off != -1 || !send_matters(fd) || low_ptr(iov))
+		return rx__real_pwritev2(fd, iov, iovcnt, off, flags);
+	b = send_begin(&op, fd, 0, iov_total(iov, iovcnt), iov, iovcnt);
+	if (b == 0)
+		return rx__real_pwritev2(fd, iov, iovcnt, off, flags);
+	if (b < 0)
+		return -1;
+	n = rx__real_pwritev2(fd, iov, iovcnt, off, flags);
+	rx__write_end(&op, n);
+	return n;
+}
+
+RX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt,
+			   off_t off, int flags)
+{
+	return do_pwritev2(fd, iov, iovcnt, off, flags);
+}
+
+RX_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
+			      off_t off, int flags)
+{
+	return do_pwritev2(fd, iov, iovcnt, off, flags);
+}
+
 RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rx_op op;
@@ -582,4 +643,50 @@ RX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 RX_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
 	return do_sendfile(out, in, (off_t *)off, count, true);
+}
+
+/*
+ * splice (ADR-224). Into a tracked socket, it sends bytes the shim cannot
+ * see, as sendfile does. Out of a tracked socket waiting for its answer,
+ * the bytes go to a pipe, unseen: the socket is peeked first (MSG_PEEK,
+ * non-blocking, no wait) so a status line already there is read as a
+ * read() would read it; bytes that arrive while splice blocks are
+ * evidence that the upstream answered, judged as bytes of a protocol the
+ * shim does not read (success at the first byte, ADR-147).
+ */
+/* Enough of a response to hold its status line. */
+#define RX_SPLICE_PEEK 64
+
+RX_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off,
+			 size_t len, unsigned int flags)
+{
+	char head[RX_SPLICE_PEEK];
+	struct iovec iov = {.iov_base = head, .iov_len = 0};
+	struct rx_op op;
+	ssize_t n, seen;
+	int b;
+
+	if (send_matters(out)) {
+		b = send_begin(&op, out, 0, len, NULL, 0);
+		if (b < 0)
+			return -1;
+		n = rx__real_splice(in, in_off, out, out_off, len, flags);
+		if (b > 0)
+			rx__write_end(&op, n);
+		return n;
+	}
+	if (!recv_matters(in) || rx__read_begin(&op, in, 0, len) != RX_OP_TRACK)
+		return rx__real_splice(in, in_off, out, out_off, len, flags);
+	b = errno;
+	seen = rx__real_recvfrom(in, head, sizeof(head),
+				 MSG_PEEK | MSG_DONTWAIT, NULL, NULL);
+	errno = b;
+	n = rx__real_splice(in, in_off, out, out_off, len, flags);
+	if (n > 0 && seen > 0) {
+		iov.iov_len = (size_t)(seen < n ? seen : n);
+		rx__read_end(&op, (ssize_t)iov.iov_len, &iov, 1);
+	} else {
+		rx__read_end(&op, n, NULL, 0); /* n > 0: unseen bytes */
+	}
+	return n;
 }

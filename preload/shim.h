@@ -142,6 +142,12 @@ int rx__real_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		      struct timespec *timeout);
 ssize_t rx__real_sendfile(int out, int in, off_t *off, size_t count);
 ssize_t rx__real_sendfile64(int out, int in, off_t *off, size_t count);
+ssize_t rx__real_splice(int in, off_t *in_off, int out, off_t *out_off,
+			size_t len, unsigned int flags);
+ssize_t rx__real_preadv2(int fd, const struct iovec *iov, int iovcnt,
+			 off_t off, int flags);
+ssize_t rx__real_pwritev2(int fd, const struct iovec *iov, int iovcnt,
+			  off_t off, int flags);
 int rx__real_close_range(unsigned int first, unsigned int last, int flags);
 void rx__real_closefrom(int lowfd);
 /* @arg: the third argument, already read with the type @cmd takes (int

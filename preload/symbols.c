@@ -61,6 +61,8 @@ typedef int (*mmsg_fn)(int, struct mmsghdr *, unsigned int, int);
 typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int,
 			   struct timespec *);
 typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
+typedef ssize_t (*splice_fn)(int, off_t *, int, off_t *, size_t, unsigned int);
+typedef ssize_t (*iov2_fn)(int, const struct iovec *, int, off_t, int);
 typedef int (*close_range_fn)(unsigned int, unsigned int, int);
 typedef void (*closefrom_fn)(int);
 typedef int (*fcntl_fn)(int, int, ...);
@@ -94,6 +96,9 @@ static struct {
 	recvmmsg_fn recvmmsg;
 	sendfile_fn sendfile;
 	sendfile_fn sendfile64;
+	splice_fn splice;
+	iov2_fn preadv2;
+	iov2_fn pwritev2;
 	close_range_fn close_range;
 	closefrom_fn closefrom;
 	fcntl_fn fcntl;
@@ -137,6 +142,9 @@ static void bind_all(void)
 	real.recvmmsg = (recvmmsg_fn)next("recvmmsg");
 	real.sendfile = (sendfile_fn)next("sendfile");
 	real.sendfile64 = (sendfile_fn)next("sendfile64");
+	real.splice = (splice_fn)next("splice");
+	real.preadv2 = (iov2_fn)next("preadv2");
+	real.pwritev2 = (iov2_fn)next("pwritev2");
 	/* close_range and closefrom appeared in glibc 2.34: on an older
 	 * libc they stay unbound and use the system call. */
 	real.close_range = (close_range_fn)next("close_range");
@@ -467,6 +475,32 @@ ssize_t rx__real_sendfile(int out, int in, off_t *off, size_t count)
 	if (bound() && real.sendfile)
 		return real.sendfile(out, in, off, count);
 	return SYS(SYS_sendfile, out, in, off, count);
+}
+
+ssize_t rx__real_splice(int in, off_t *in_off, int out, off_t *out_off,
+			size_t len, unsigned int flags)
+{
+	if (bound() && real.splice)
+		return real.splice(in, in_off, out, out_off, len, flags);
+	return SYS(SYS_splice, in, in_off, out, out_off, len, flags);
+}
+
+/* preadv2 and pwritev2 take the offset as two halves (low, high); on LP64
+ * the high half is 0. preadv64v2 and pwritev64v2 are the same calls. */
+ssize_t rx__real_preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off,
+			 int flags)
+{
+	if (bound() && real.preadv2)
+		return real.preadv2(fd, iov, iovcnt, off, flags);
+	return SYS(SYS_preadv2, fd, iov, iovcnt, off, 0, flags);
+}
+
+ssize_t rx__real_pwritev2(int fd, const struct iovec *iov, int iovcnt,
+			  off_t off, int flags)
+{
+	if (bound() && real.pwritev2)
+		return real.pwritev2(fd, iov, iovcnt, off, flags);
+	return SYS(SYS_pwritev2, fd, iov, iovcnt, off, 0, flags);
 }
 
 /* off_t is 64 bits on every ABI the shim builds for (LP64): sendfile and

@@ -44,6 +44,10 @@ fcntl
 fcntl64
 getaddrinfo
 getsockopt
+preadv2
+preadv64v2
+pwritev2
+pwritev64v2
 read
 readv
 recv
@@ -58,6 +62,7 @@ sendmsg
 sendto
 shutdown
 socket
+splice
 write
 writev"
 

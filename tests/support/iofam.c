@@ -15,6 +15,9 @@
  * one line per family, identical with and without the shim. Exit 0 when
  * every family got a response, 1 otherwise, 2 on a usage error.
  *
+ * splice-blocking (only with --only) splices the answer out of the socket
+ * while it has not come yet, so the shim cannot peek it first.
+ *
  * The reserved names glibc exports (__connect, __send, __write, __read,
  * __close, __fcntl) are called directly, as a program linked against them
  * would.
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +57,9 @@ enum snd {
 	S_SENDFILE,
 	S_SENDFILE64,
 	S___SEND,
-	S___WRITE
+	S___WRITE,
+	S_PWRITEV2,
+	S_SPLICE
 };
 enum rcv {
 	R_READ,
@@ -62,14 +68,18 @@ enum rcv {
 	R_RECVMSG,
 	R_READV,
 	R_RECVMMSG,
-	R___READ
+	R___READ,
+	R_PREADV2,
+	R_SPLICE, /* into a pipe, once the socket is readable (a relay) */
+	R_SPLICE_BLOCKING /* into a pipe, blocking until the answer comes */
 };
 
 static const struct family {
 	const char *name;
 	enum snd s;
 	enum rcv r;
-	int how; /* 0 plain; 1 __connect/__close; 2 via fcntl dup */
+	int how; /* 0 plain; 1 __connect/__close; 2 via fcntl dup; 3 only
+		    when named with --only */
 } families[] = {
     {"write-read", S_WRITE, R_READ, 0},
     {"send-recv", S_SEND, R_RECV, 0},
@@ -81,6 +91,9 @@ static const struct family {
     {"sendfile64-recv", S_SENDFILE64, R_RECV, 0},
     {"__send-__read", S___SEND, R___READ, 1},
     {"__write-recv", S___WRITE, R_RECV, 1},
+    {"pwritev2-preadv2", S_PWRITEV2, R_PREADV2, 0},
+    {"splice-splice", S_SPLICE, R_SPLICE, 0},
+    {"splice-blocking", S_WRITE, R_SPLICE_BLOCKING, 3},
 };
 
 static void marker(const char *name)
@@ -90,6 +103,28 @@ static void marker(const char *name)
 
 	if (write(2, line, (size_t)n) < 0)
 		exit(1);
+}
+
+/* Move @len bytes with splice through a pipe: from @req into socket
+ * @out (@in < 0), or from socket @in into @buf (@out < 0). */
+static ssize_t spliced(int in, int out, char *buf, size_t len)
+{
+	int p[2];
+	ssize_t n = -1;
+
+	if (pipe(p) != 0)
+		return -1;
+	if (in < 0) {
+		if (write(p[1], buf, len) == (ssize_t)len)
+			n = splice(p[0], NULL, out, NULL, len, 0);
+	} else {
+		n = splice(in, NULL, p[1], NULL, len, 0);
+		if (n > 0)
+			n = read(p[0], buf, (size_t)n);
+	}
+	close(p[0]);
+	close(p[1]);
+	return n;
 }
 
 static ssize_t do_send(int fd, enum snd how, const char *req, size_t len)
@@ -141,6 +176,10 @@ static ssize_t do_send(int fd, enum snd how, const char *req, size_t len)
 		return __send(fd, req, len, 0);
 	case S___WRITE:
 		return __write(fd, req, len);
+	case S_PWRITEV2:
+		return pwritev2(fd, iov, 2, -1, 0);
+	case S_SPLICE:
+		return spliced(-1, fd, (char *)req, len);
 	}
 	return -1;
 }
@@ -150,6 +189,7 @@ static ssize_t do_recv(int fd, enum rcv how, char *buf, size_t len)
 	struct iovec iov[2];
 	struct msghdr msg;
 	struct mmsghdr mm;
+	struct pollfd pfd;
 	int n;
 
 	memset(&msg, 0, sizeof(msg));
@@ -181,6 +221,16 @@ static ssize_t do_recv(int fd, enum rcv how, char *buf, size_t len)
 		return n == 0 ? 0 : (ssize_t)mm.msg_len;
 	case R___READ:
 		return __read(fd, buf, len);
+	case R_PREADV2:
+		return preadv2(fd, iov, 2, -1, 0);
+	case R_SPLICE:
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 10000) != 1)
+			return -1;
+		return spliced(fd, -1, buf, len);
+	case R_SPLICE_BLOCKING:
+		return spliced(fd, -1, buf, len);
 	}
 	return -1;
 }
@@ -263,7 +313,8 @@ int main(int argc, char **argv)
 	if (__fcntl(1, F_GETFD) < 0)
 		return 1;
 	for (i = 0; i < (int)(sizeof(families) / sizeof(families[0])); i++)
-		if (!only || strcmp(only, families[i].name) == 0)
+		if (only ? strcmp(only, families[i].name) == 0
+			 : families[i].how != 3)
 			bad |= run(&families[i]) != 0;
 	return bad ? 1 : 0;
 }
