@@ -7,7 +7,9 @@
 # colon (LD_PRELOAD splits on both) is refused, exit 2, naming the path; a
 # relative --so is made absolute (ADR-204). `--disable=1` says the flag
 # takes no value; a program whose name contains '=' is run, not taken for
-# an environment assignment.
+# an environment assignment. Under `ulimit -n 4`, where bash cannot run a
+# command substitution, nothing runs and one line of ours says why
+# (ADR-231); --print-so prints nothing.
 . "$(dirname "$0")/lib.sh"
 rx_need "${CC:-cc}"
 RUN=$RESILIX_SRCDIR/scripts/resilix-run
@@ -107,6 +109,30 @@ done <<'EOF2'
 --key-ttl-ms RESILIX_KEY_TTL_MS 60000
 --state-file RESILIX_STATE_FILE /tmp/x.resilix-state
 EOF2
+
+# Under `ulimit -n 4` bash cannot make the pipe of a command substitution:
+# it says so on stderr, and the substitution yields "" with status 0. The
+# shim's path came out empty, LD_PRELOAD was exported empty and the program
+# ran unguarded, exit 0; --print-so printed an empty line. Now one error of
+# ours, a non-zero exit, and no program run.
+lowfd() { "$TO" 10 "$BASH" -c 'ulimit -n 4 && exec "$@"' lowfd "$@"; }
+for args in "-- $PE LD_PRELOAD" --print-so "--so $RESILIX_SO -- $PE LD_PRELOAD"; do
+	# shellcheck disable=SC2086 # the words of $args are the arguments
+	lowfd "$BASH" "$RUN" $args >out 2>err
+	st=$?
+	rx_assert_eq "ulimit -n 4, $args: nothing on stdout (bytes)" 0 \
+		"$(wc -c <out | tr -d ' ')"
+	[ "$st" -ne 0 ] || rx_fail "ulimit -n 4, $args: exit status 0"
+	rx_assert_eq "ulimit -n 4, $args: one line of ours says why" 1 \
+		"$(grep -c '^resilix-run: cannot determine the path of libresilix_preload\.so' err)"
+	rx_assert_eq "ulimit -n 4, $args: no other line of ours" 1 \
+		"$(grep -c '^resilix-run: ' err)"
+done
+# The helpers' paths are checked the same way.
+lowfd "$BASH" "$RUN" --check >out 2>err
+rx_assert_eq "ulimit -n 4, --check: exit status" 127 "$?"
+rx_assert_grep "ulimit -n 4, --check: says why" \
+	'^resilix-run: cannot determine the path of resilix-config' err
 
 # A short option is unknown, said as such (not "expected '--'").
 "$TO" 10 "$BASH" "$RUN" -x -- "$TR" >out 2>err
