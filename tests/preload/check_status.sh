@@ -4,7 +4,8 @@
 #   environment; exit 1 with the parser's one-line explanation on a bad one
 #   (a bad value, a combination the core refuses); options given to
 #   resilix-run count like variables; a program after --check is a usage
-#   error. --status: a table from a real metrics file written by a run that
+#   error, with or without '--'. --status: an empty or missing FILE, or a
+#   program after it, is a usage error; a table from a real metrics file written by a run that
 #   tripped one breaker and left another closed; the open one first, with
 #   why; exit 1 while a breaker is open, 2 for a file that is not one: a
 #   FIFO, /dev/zero or a directory ("not a regular file", without blocking
@@ -60,6 +61,22 @@ rx_assert_grep "the missing directory is named" \
 	"warning: RESILIX_METRICS_FILE=.*directory $RX_TMP/none is not writable" "$err"
 timeout 10 "$RUN" --check -- true >"$out" 2>"$err"
 rx_assert_eq "--check with a program is a usage error" 2 "$?"
+# Without '--' too: said as such, not "expected '--' before the program".
+timeout 10 "$RUN" --check true >"$out" 2>"$err"
+rx_assert_eq "--check true: exit status" 2 "$?"
+rx_assert_grep "--check true: says --check runs no program" \
+	"^resilix-run: --check runs no program \('true'\)$" "$err"
+# An empty --status= was dropped and the program ran.
+for how in --status= "--status ''" "--status --"; do
+	eval "timeout 10 \"\$RUN\" $how -- echo ran" >"$out" 2>"$err"
+	rx_assert_eq "$how: exit status" 2 "$?"
+	rx_assert_eq "$how: the program did not run" "" "$(cat "$out")"
+	rx_assert_grep "$how: says why" "option '--status' needs a metrics file" "$err"
+done
+timeout 10 "$RUN" --status "$RX_TMP/m.prom" -- echo ran >"$out" 2>"$err"
+rx_assert_eq "--status with a program: exit status" 2 "$?"
+rx_assert_grep "--status with a program: says it runs none" \
+	"^resilix-run: --status runs no program \('echo'\)$" "$err"
 
 # --- --status on what is not a metrics file by its type or size ------------
 # A FIFO used to block in open() for a writer that never comes, /dev/zero
