@@ -4,9 +4,12 @@
 #   environment; exit 1 with the parser's one-line explanation on a bad one
 #   (a bad value, a combination the core refuses); options given to
 #   resilix-run count like variables; a program after --check is a usage
-#   error. --status: a table from a real metrics file written by a run that
+#   error, with or without '--'. --status: an empty or missing FILE, or a
+#   program after it, is a usage error; a table from a real metrics file written by a run that
 #   tripped one breaker and left another closed; the open one first, with
-#   why; exit 1 while a breaker is open, 2 for a file that is not one.
+#   why; exit 1 while a breaker is open, 2 for a file that is not one: a
+#   FIFO, /dev/zero or a directory ("not a regular file", without blocking
+#   or reading), a file over 64 MiB (ADR-230).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_need python3
@@ -58,6 +61,48 @@ rx_assert_grep "the missing directory is named" \
 	"warning: RESILIX_METRICS_FILE=.*directory $RX_TMP/none is not writable" "$err"
 timeout 10 "$RUN" --check -- true >"$out" 2>"$err"
 rx_assert_eq "--check with a program is a usage error" 2 "$?"
+# Without '--' too: said as such, not "expected '--' before the program".
+timeout 10 "$RUN" --check true >"$out" 2>"$err"
+rx_assert_eq "--check true: exit status" 2 "$?"
+rx_assert_grep "--check true: says --check runs no program" \
+	"^resilix-run: --check runs no program \('true'\)$" "$err"
+# An empty --status= was dropped and the program ran.
+for how in --status= "--status ''" "--status --"; do
+	eval "timeout 10 \"\$RUN\" $how -- echo ran" >"$out" 2>"$err"
+	rx_assert_eq "$how: exit status" 2 "$?"
+	rx_assert_eq "$how: the program did not run" "" "$(cat "$out")"
+	rx_assert_grep "$how: says why" "option '--status' needs a metrics file" "$err"
+done
+timeout 10 "$RUN" --status "$RX_TMP/m.prom" -- echo ran >"$out" 2>"$err"
+rx_assert_eq "--status with a program: exit status" 2 "$?"
+rx_assert_grep "--status with a program: says it runs none" \
+	"^resilix-run: --status runs no program \('echo'\)$" "$err"
+
+# --- --status on what is not a metrics file by its type or size ------------
+# A FIFO used to block in open() for a writer that never comes, /dev/zero
+# was read until memory ran out, and a huge file was read whole. Each is
+# now one line and exit 2, without reading. The memory bound makes the
+# old behaviour fail fast instead of eating the machine.
+status_bounded() { # FILE: --status under 5 s and 512 MiB
+	(ulimit -v 524288 && timeout 5 "$RUN" --status "$1") >"$out" 2>"$err"
+}
+mkfifo "$RX_TMP/fifo"
+for f in "$RX_TMP/fifo" /dev/zero "$RX_TMP"; do
+	status_bounded "$f"
+	rx_assert_eq "--status on $f: exit status" 2 "$?"
+	rx_assert_eq "--status on $f: one line, not a regular file" "1 1" \
+		"$(wc -l <"$err" | tr -d ' ') $(grep -c ": not a regular file" "$err")"
+done
+# Metrics files are small: one over the 64 MiB cap is refused by its size
+# (sparse files: nothing is written to disk).
+for size in $((64 * 1024 * 1024 + 1)) 1G; do
+	truncate -s "$size" "$RX_TMP/big.prom"
+	status_bounded "$RX_TMP/big.prom"
+	rx_assert_eq "--status on a $size-byte file: exit status" 2 "$?"
+	rx_assert_eq "--status on a $size-byte file: one line, too large" "1 1" \
+		"$(wc -l <"$err" | tr -d ' ') $(grep -c 'larger than' "$err")"
+done
+rm -f "$RX_TMP/big.prom"
 
 # --- --status on a real metrics file ---------------------------------------
 rx_usable python3 || rx_pass "(--status part skipped: python3 cannot run in this build)"

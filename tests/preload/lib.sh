@@ -11,8 +11,9 @@
 #   the harness shell, the upstream or the tools that check results.
 # - Every program runs under `timeout`; every upstream has --max-seconds.
 # - Traffic goes to 127.0.0.1 only.
-# - Exit 77 (skip) only when a required tool is absent (rx_need); a missing
-#   build product is a failure, not a skip.
+# - Exit 77 (skip) only when the machine lacks what a test needs: a tool
+#   (rx_need), root or a kernel feature (rx_skip); a missing build product
+#   is a failure, not a skip.
 #
 # Test scripts start with:
 #   . "$(dirname "$0")/lib.sh"
@@ -100,14 +101,18 @@ rx_pass() {
 	exit 0
 }
 
+# rx_skip REASON: skip (77) the rest of the test, saying why. For what the
+# machine lacks (root, a kernel feature), never for a build product.
+rx_skip() {
+	echo "SKIP: $RX_NAME: $*"
+	exit 77
+}
+
 # rx_need TOOL...: skip (77) when a tool the test drives is absent.
 rx_need() {
 	local t
 	for t in "$@"; do
-		if ! command -v "$t" >/dev/null 2>&1; then
-			echo "SKIP: $RX_NAME: '$t' is not installed"
-			exit 77
-		fi
+		command -v "$t" >/dev/null 2>&1 || rx_skip "'$t' is not installed"
 	done
 }
 

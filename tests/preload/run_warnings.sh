@@ -1,6 +1,7 @@
 #!/bin/bash
 # run_warnings.sh - resilix-run warns when the shim cannot see the target
-# (docs/limits.md): a statically linked binary, a Go binary, a setuid one.
+# (docs/limits.md): a statically linked binary, a Go binary, a setuid one,
+# one with file capabilities run by a user other than root.
 # The detection reads the ELF header itself (readelf when present, od when
 # not, never `file`); a dynamic binary and a script get no warning, and the
 # program runs either way.
@@ -59,4 +60,72 @@ for mode in readelf od; do
 			"$(cat out)"
 	fi
 done
+
+# A file with capabilities (the security.capability xattr) run by a user
+# other than root: the kernel sets AT_SECURE, as for setuid, and ld.so
+# ignores LD_PRELOAD. Warned about when getcap (libcap2-bin, looked for in
+# sbin too) or else python3 can tell; root gets no warning (its exec gains
+# no capability, so ld.so preloads as usual). The last part of this test:
+# it needs root, to set the capability and to switch user.
+[ "$(id -u)" = 0 ] || rx_skip "the file-capability part needs root"
+rx_need setcap setpriv
+pub=$RX_TMP/pub
+if ! { mkdir "$pub" && chmod 755 "$pub" && chmod 711 "$RX_TMP"; }; then
+	rx_fail "cannot make $pub"
+fi
+cp "$RUN" "$RESILIX_SO" "$pub/" || rx_fail "cannot copy the wrapper"
+cp "$(type -P true)" "$pub/captrue"
+cp "$(type -P true)" "$pub/plaintrue"
+setcap cap_net_raw+ep "$pub/captrue" 2>/dev/null ||
+	rx_skip "cannot set file capabilities here (no CAP_SETFCAP, or no xattrs in $pub)"
+timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	test -r "$pub/resilix-run" ||
+	rx_skip "uid 65534 cannot reach $pub (TMPDIR under a private directory?)"
+# resilix-run -- PROGRAM as nobody, with nobody's usual PATH (no sbin in
+# it) unless one is given, behind the command in ${pre[@]} if any.
+pre=()
+asuser() { # [PATH] PROGRAM
+	local path=/usr/local/bin:/usr/bin:/bin
+	[ $# -ge 2 ] && path=$1 && shift
+	timeout 20 ${pre[@]+"${pre[@]}"} setpriv --reuid=65534 --regid=65534 \
+		--clear-groups env PATH="$path" \
+		RESILIX_SO="$pub/${RESILIX_SO##*/}" \
+		"$BASH" "$pub/resilix-run" -- "$1"
+}
+capwarn="warning: $pub/captrue has file capabilities"
+if command -v getcap >/dev/null 2>&1; then
+	asuser "$pub/captrue" >out 2>err || rx_fail "captrue as nobody: exit status $?"
+	rx_assert_grep "getcap: file capabilities warned about, as nobody" "$capwarn" err
+else
+	rx_log "NOTE: getcap (libcap2-bin) is not installed: that case is skipped"
+fi
+asuser "$pub/plaintrue" >out 2>err || rx_fail "plaintrue as nobody: exit status $?"
+rx_assert_eq "no capabilities: no warning, as nobody" "" "$(cat err)"
+"$TO" 10 "$BASH" "$RUN" -- "$pub/captrue" >out 2>err ||
+	rx_fail "captrue as root: exit status $?"
+rx_assert_eq "capabilities, as root: no warning" "" "$(cat err)"
+# Without getcap: python3, else nothing. getcap is hidden in a mount
+# namespace by a file that is not executable bound over it.
+: >"$pub/nogetcap"
+# shellcheck disable=SC2016 # expanded by the namespace's shell
+hide='for g in /usr/sbin/getcap /sbin/getcap /usr/bin/getcap /bin/getcap; do
+	[ -e "$g" ] && { mount --bind "$0" "$g" || exit 99; }
+done; exec "$@"'
+if timeout 10 unshare -m "$BASH" -c "$hide" "$pub/nogetcap" true 2>/dev/null; then
+	pre=(unshare -m "$BASH" -c "$hide" "$pub/nogetcap")
+	if timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env PATH=/usr/local/bin:/usr/bin:/bin python3 -c pass 2>/dev/null; then
+		asuser "$pub/captrue" >out 2>err ||
+			rx_fail "captrue as nobody, no getcap: exit status $?"
+		rx_assert_grep "python3: file capabilities warned about, as nobody" \
+			"$capwarn" err
+	else
+		rx_log "NOTE: nobody cannot run python3: that case is skipped"
+	fi
+	asuser "$RX_TMP/nobin" "$pub/captrue" >out 2>err ||
+		rx_fail "captrue as nobody, neither tool: exit status $?"
+	rx_assert_eq "neither getcap nor python3: no warning" "" "$(cat err)"
+else
+	rx_log "NOTE: no mount namespace to hide getcap in: the python3 case is skipped"
+fi
 rx_pass

@@ -7,7 +7,11 @@
 # colon (LD_PRELOAD splits on both) is refused, exit 2, naming the path; a
 # relative --so is made absolute (ADR-204). `--disable=1` says the flag
 # takes no value; a program whose name contains '=' is run, not taken for
-# an environment assignment.
+# an environment assignment. Under `ulimit -n 4`, where bash cannot run a
+# command substitution, nothing runs and one line of ours says why
+# (ADR-231); --print-so prints nothing. An empty --so= and a --so or
+# RESILIX_SO that is not an ELF file are refused, exit 2; a program that is
+# not found or cannot be executed is said as a shell says it (127, 126).
 . "$(dirname "$0")/lib.sh"
 rx_need "${CC:-cc}"
 RUN=$RESILIX_SRCDIR/scripts/resilix-run
@@ -106,6 +110,77 @@ done <<'EOF2'
 --max-keys RESILIX_MAX_KEYS 16
 --key-ttl-ms RESILIX_KEY_TTL_MS 60000
 --state-file RESILIX_STATE_FILE /tmp/x.resilix-state
+EOF2
+
+# Under `ulimit -n 4` bash cannot make the pipe of a command substitution:
+# it says so on stderr, and the substitution yields "" with status 0. The
+# shim's path came out empty, LD_PRELOAD was exported empty and the program
+# ran unguarded, exit 0; --print-so printed an empty line. Now one error of
+# ours, a non-zero exit, and no program run.
+lowfd() { "$TO" 10 "$BASH" -c 'ulimit -n 4 && exec "$@"' lowfd "$@"; }
+for args in "-- $PE LD_PRELOAD" --print-so "--so $RESILIX_SO -- $PE LD_PRELOAD"; do
+	# shellcheck disable=SC2086 # the words of $args are the arguments
+	lowfd "$BASH" "$RUN" $args >out 2>err
+	st=$?
+	rx_assert_eq "ulimit -n 4, $args: nothing on stdout (bytes)" 0 \
+		"$(wc -c <out | tr -d ' ')"
+	[ "$st" -ne 0 ] || rx_fail "ulimit -n 4, $args: exit status 0"
+	rx_assert_eq "ulimit -n 4, $args: one line of ours says why" 1 \
+		"$(grep -c '^resilix-run: cannot determine the path of libresilix_preload\.so' err)"
+	rx_assert_eq "ulimit -n 4, $args: no other line of ours" 1 \
+		"$(grep -c '^resilix-run: ' err)"
+done
+# The helpers' paths are checked the same way.
+lowfd "$BASH" "$RUN" --check >out 2>err
+rx_assert_eq "ulimit -n 4, --check: exit status" 127 "$?"
+rx_assert_grep "ulimit -n 4, --check: says why" \
+	'^resilix-run: cannot determine the path of resilix-config' err
+
+# An empty --so= was dropped and the program ran; a --so (or RESILIX_SO)
+# that is not an ELF file was preloaded, ld.so said "invalid ELF header
+# ... ignored" and the program ran unguarded. Both are refused, exit 2,
+# in one line, and nothing runs.
+EC=$(type -P echo)
+printf 'not a shared object\n' >notelf.so
+for how in "--so=" "--so $RX_TMP/notelf.so" "RESILIX_SO=$RX_TMP/notelf.so" \
+	"--so notelf.so"; do
+	case $how in
+	RESILIX_SO=*) RESILIX_SO=${how#*=} "$TO" 10 "$BASH" "$RUN" -- "$EC" ran ;;
+	*)
+		# shellcheck disable=SC2086 # the words of $how are the arguments
+		"$TO" 10 "$BASH" "$RUN" $how -- "$EC" ran
+		;;
+	esac >out 2>err
+	rx_assert_eq "$how: exit status" 2 "$?"
+	rx_assert_eq "$how: the program did not run" "" "$(cat out)"
+	case $how in
+	--so=) rx_assert_grep "$how: says why" "option '--so' needs a value" err ;;
+	*)
+		rx_assert_eq "$how: one line" 1 "$(grep -c . err)"
+		rx_assert_grep "$how: names the file" \
+			"^resilix-run: $RX_TMP/notelf\.so is not an ELF shared object" err
+		;;
+	esac
+done
+RESILIX_SO=$RX_TMP/notelf.so "$TO" 10 "$BASH" "$RUN" --print-so >out 2>err
+rx_assert_eq "not ELF, --print-so: exit status" 2 "$?"
+
+# A program that cannot run is said as a shell says it, not as bash's
+# exec builtin in the middle of the script ("line 325: exec: ...").
+mkdir -p pathdir somedir
+printf '#!/bin/sh\necho ran\n' >noexec
+cp noexec pathdir/rx-noexec
+while read -r want status prog; do
+	PATH=$RX_TMP/pathdir:$PATH "$TO" 10 "$BASH" "$RUN" -- "$prog" >out 2>err
+	rx_assert_eq "$prog: exit status" "$status" "$?"
+	rx_assert_eq "$prog: one line, as a shell says it" \
+		"resilix-run: $prog: ${want//_/ }" "$(cat err)"
+done <<'EOF2'
+command_not_found 127 rx-no-such-program
+no_such_file_or_directory 127 ./rx-no-such-program
+permission_denied 126 ./noexec
+permission_denied 126 rx-noexec
+is_a_directory 126 ./somedir
 EOF2
 
 # A short option is unknown, said as such (not "expected '--'").
