@@ -1120,7 +1120,14 @@ static void fail_call_stale(struct rx_op *op, enum rx_verdict v, const char *at,
 	l = lock_call(op);
 	if (l == NULL)
 		return;
-	if (stale && op->e->reused && op->e->first_byte_ns == 0) {
+	/* A kept-alive connection the upstream had closed while idle fails
+	 * at once: no evidence (ADR-149). One that fails after the slow-call
+	 * threshold was not idle-closed: the request was being worked on
+	 * (a worker that died on it), and that is evidence (ADR-225). */
+	if (stale && op->e->reused && op->e->first_byte_ns == 0 &&
+	    !(cfg.guard.breaker.slow_call_ms > 0 &&
+	      now - op->e->start_ns >=
+		  cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS)) {
 		v = RX_REJECTED;
 		at = "stale-connection";
 	}
@@ -1947,6 +1954,28 @@ pass:
 	return RX_OP_PASS;
 }
 
+/*
+ * A send failed with ECONNRESET or EPIPE while the request was going out:
+ * an upstream that answers before it has read the whole request (413 to
+ * an upload, 401 before the body) and then closes. The answer is in the
+ * receive queue, where the program can still read it: peek it (64 bytes,
+ * no wait) and judge the call by it, as the read would (ADR-225). True
+ * when an answer was there.
+ */
+static bool answered_early(struct rx_op *op)
+{
+	char head[64];
+	struct iovec v = {.iov_base = head, .iov_len = 0};
+	ssize_t k = rx__real_recvfrom(op->fd, head, sizeof(head),
+				      MSG_PEEK | MSG_DONTWAIT, NULL, NULL);
+
+	if (k <= 0)
+		return false;
+	v.iov_len = (size_t)k;
+	on_bytes(op, k, &v, 1);
+	return true;
+}
+
 void rx__write_end(struct rx_op *op, ssize_t n)
 {
 	int err;
@@ -1962,8 +1991,12 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 		if (err == EAGAIN || err == EWOULDBLOCK) {
 			if (!settle_overdue(op))
 				maybe_timeout(op);
-		} else if (!pending_errno(err))
+		} else if ((err == ECONNRESET || err == EPIPE) &&
+			   op->phase == RX_FD_WAITING && answered_early(op)) {
+			/* judged by the answer */
+		} else if (!pending_errno(err)) {
 			fail_errno(op, err);
+		}
 		errno = err;
 	}
 	rx__inside = 0;

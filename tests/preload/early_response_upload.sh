@@ -12,7 +12,8 @@
 # write that starts with a request line ("GET /", "POST /"...) starts a
 # call: the body goes through whole, one call is settled, and a real next
 # request on the same connection is still admitted - here, refused, as the
-# circuit is open.
+# circuit is open. And an upstream that answers 413 and cuts the upload
+# is judged by its answer (ADR-225).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_need python3
@@ -93,4 +94,67 @@ rx_assert_eq "breaker transitions" "closed>open" "$(rx_transitions "$err")"
 rx_assert_grep "a real next request is still admitted (refused: open)" \
 	'^next request: Connection refused$' "$out"
 rx_assert_eq "refusals at a write" 1 "$(grep -c 'event=refused.*at=write' "$err")"
+
+# An upstream that answers 413 to the request headers and closes without
+# reading the body (ADR-225): the client's upload fails with ECONNRESET
+# or EPIPE, but the answer is in its receive queue and it reads it. That
+# is the upstream answering (4xx: healthy), not a transient failure: six
+# such uploads with the backstop at 5 open no circuit.
+rx_plain python3 -c '
+import socket, sys, threading, time, os
+pf = sys.argv[1]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+s.settimeout(15)
+open(pf + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(pf + ".tmp", pf)
+def serve(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            return
+        buf += d
+    c.sendall(b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    time.sleep(0.3)
+    c.close()  # unread body: the kernel answers it with RST
+try:
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+except socket.timeout:
+    pass
+' "$RX_TMP/port413" >"$RX_TMP/server413.out" 2>&1 &
+RX_PIDS="$RX_PIDS $!"
+rx_wait_for 5 test -s "$RX_TMP/port413" || rx_fail "413 server did not start"
+cat >"$RX_TMP/upload.py" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+body = b"x" * (8 << 20)
+for i in range(6):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except OSError as e:
+        print(i, "connect", e.strerror, flush=True)
+        continue
+    s.sendall(b"PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+    try:
+        s.sendall(body)
+        print(i, "body sent", flush=True)
+    except OSError as e:
+        print(i, "upload stopped", flush=True)
+    print(i, "answer", s.recv(40).split(b"\r\n")[0].decode(), flush=True)
+    s.close()
+PY
+out=$RX_TMP/upload.out err=$RX_TMP/upload.err
+rx_dump_on_fail "$out" "$err"
+rx_shim RESILIX_LOG=debug python3 "$RX_TMP/upload.py" "$(cat "$RX_TMP/port413")" \
+	>"$out" 2>"$err" || rx_fail "upload client exit status $?"
+rx_assert_eq "413: every upload got its answer" 6 \
+	"$(grep -c 'answer HTTP/1.1 413 Too Large$' "$out")"
+rx_assert_eq "413: uploads the server cut" 6 "$(grep -c 'upload stopped$' "$out")"
+rx_assert_eq "413: judged as answered" 6 \
+	"$(grep -c 'event=settle verdict=answered' "$err")"
+rx_assert_no_grep "413: no circuit opened" 'to=open' "$err"
 rx_pass

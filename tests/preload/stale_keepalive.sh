@@ -10,14 +10,15 @@
 # rejected at=stale-connection, every answered call is a success, and the
 # breaker stays closed. The first call of a connection still counts: an
 # EOF there is the server's doing (checked against the same server that
-# closes without answering).
+# closes without answering), and so is a reset after the slow-call
+# threshold on a kept-alive connection (ADR-225).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_need python3
 
-server() { # MODE PORTFILE: answer-then-close or close-at-once
+server() { # MODE PORTFILE: answer-then-close, close-at-once, or die-late
 	rx_plain python3 -c '
-import socket, sys
+import socket, sys, time
 mode, pf = sys.argv[1], sys.argv[2]
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -36,6 +37,19 @@ try:
             buf += d
         if mode == "answer":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        if mode == "die-late":
+            # The first request answered; the second kills the worker
+            # after 600 ms of work: reset, no answer.
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(4096)
+                if not d:
+                    break
+                buf += d
+            time.sleep(0.6)
+            import struct
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.close()
 except socket.timeout:
     pass
@@ -66,4 +80,17 @@ rx_shim RESILIX_LOG=debug "$CLIENT" --port "$port" --requests 2 \
 	>"$out" 2>"$err" || rx_fail "client exit status $?"
 rx_assert_eq "a fresh connection's EOF: transient" 2 \
 	"$(grep -c 'event=settle verdict=transient .*at=eof' "$err")"
+
+# A reset that comes after the slow-call threshold, on a kept-alive
+# connection, is not an idle close: the request was being worked on
+# (ADR-225). It counts; below the threshold it would still be released.
+server die-late "$RX_TMP/port.die"
+port=$(cat "$RX_TMP/port.die")
+rx_shim RESILIX_LOG=debug RESILIX_SLOW_CALL_MS=300 "$CLIENT" --port "$port" \
+	--keepalive --requests 2 >"$out" 2>"$err" || rx_fail "client exit status $?"
+rx_assert_eq "late reset: the first call answered" 1 "$(grep -c ' 200 OK 1$' "$out")"
+rx_assert_eq "late reset past the slow threshold: a failure" 1 \
+	"$(grep 'event=settle' "$err" | grep -c 'verdict=transient')"
+rx_assert_eq "late reset: not released as stale" 0 \
+	"$(grep -c 'at=stale-connection' "$err")"
 rx_pass
