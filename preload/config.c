@@ -575,6 +575,22 @@ static void report_stray(const char *entry, rx_config_report_fn report,
 	emit(report, arg, RX_CONFIG_WARNING, name, msg);
 }
 
+/* @name appears more than once in the environment. */
+static void report_twice(const char *name, rx_config_report_fn report,
+			 void *arg)
+{
+	char msg[320];
+
+	if (!report)
+		return;
+	snprintf(msg, sizeof(msg),
+		 "%s appears more than once in the environment; the first "
+		 "value counts (a shell, and so resilix-run, passes on the "
+		 "last)",
+		 name);
+	emit(report, arg, RX_CONFIG_WARNING, name, msg);
+}
+
 /* Report a finding about several variables together. */
 static void report_combined(rx_config_report_fn report, void *arg,
 			    const char *msg)
@@ -685,8 +701,12 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 				report_stray(entry, report, arg);
 			continue;
 		}
-		if (seen[var->field])
-			continue; /* getenv semantics: the first one counts */
+		if (seen[var->field]) {
+			/* getenv semantics: the first one counts. Shells keep
+			 * the last, so the two may disagree: say so. */
+			report_twice(var->name, report, arg);
+			continue;
+		}
 		seen[var->field] = true;
 		if (!parse_var(cfg, var, value, report, arg))
 			errors++;

@@ -144,4 +144,24 @@ for lv in INFO Info; do
 	rx_assert_grep "RESILIX_LOG=$lv: info lines" \
 		'level=info .*event=breaker-transition' "$err"
 done
+
+# A variable twice in the environment (a program that builds its own):
+# the first counts, as getenv reads it, and one warning says so, since a
+# shell, and resilix-run, keep the last.
+if rx_usable python3; then
+	err=$RX_TMP/twice.err
+	rx_shim python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+env = [e.encode() for e in ("%s=%s" % kv for kv in os.environ.items())]
+env += [b"RESILIX_OPEN_MS=4000", b"RESILIX_OPEN_MS=abc"]
+argv = [sys.argv[1].encode(), b"--port", sys.argv[2].encode(), b"--requests", b"1"]
+A = ctypes.c_char_p * (len(argv) + 1)
+E = ctypes.c_char_p * (len(env) + 1)
+libc.execve(argv[0], A(*argv, None), E(*env, None))
+sys.exit(127)' "$CLIENT" "$GOOD" >/dev/null 2>"$err" || rx_fail "twice: exit status $?"
+	rx_assert_grep "twice: one warning naming it" \
+		'RESILIX_OPEN_MS appears more than once in the environment; the first value counts' "$err"
+	rx_assert_eq "twice: the first (valid) value counts" 0 "$(grep -c 'not valid' "$err")"
+fi
 rx_pass
