@@ -18,15 +18,7 @@
 rx_require_build
 rx_need python3
 
-rx_plain python3 -c '
-import socket, sys, threading, os
-pf = sys.argv[1]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-s.settimeout(15)
-open(pf + ".tmp", "w").write(str(s.getsockname()[1]))
-os.rename(pf + ".tmp", pf)
+rx_py_server "$RX_TMP/port" '
 def serve(c):
     c.settimeout(10)
     buf = b""
@@ -46,15 +38,7 @@ def serve(c):
         got += len(d)
     print("server body", got, "of", cl, flush=True)
     c.close()
-try:
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-except socket.timeout:
-    pass
-' "$RX_TMP/port" >"$RX_TMP/server.out" 2>&1 &
-RX_PIDS="$RX_PIDS $!"
-rx_wait_for 5 test -s "$RX_TMP/port" || rx_fail "server did not start"
+'
 port=$(cat "$RX_TMP/port")
 
 cat >"$RX_TMP/client.py" <<'PY'
@@ -80,15 +64,15 @@ except OSError as e:
     print("next request:", e.strerror)
 PY
 out=$RX_TMP/client.out err=$RX_TMP/client.err
-rx_dump_on_fail "$out" "$err" "$RX_TMP/server.out"
+rx_dump_on_fail "$out" "$err" "$RX_TMP/port.log"
 rx_shim RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=1 \
 	python3 "$RX_TMP/client.py" "$port" >"$out" 2>"$err" ||
 	rx_fail "client exit status $?"
 rx_assert_grep "the early response" '^response HTTP/1.1 500 Early$' "$out"
 rx_assert_grep "the whole body sent" '^body sent 1000000$' "$out"
-rx_wait_for 5 grep -q 'server body' "$RX_TMP/server.out"
+rx_wait_for 5 grep -q 'server body' "$RX_TMP/port.log"
 rx_assert_grep "the server got the whole body" \
-	'^server body 1000000 of 1000000$' "$RX_TMP/server.out"
+	'^server body 1000000 of 1000000$' "$RX_TMP/port.log"
 rx_assert_eq "calls settled" 1 "$(grep -c 'event=settle' "$err")"
 rx_assert_eq "breaker transitions" "closed>open" "$(rx_transitions "$err")"
 rx_assert_grep "a real next request is still admitted (refused: open)" \
@@ -100,15 +84,7 @@ rx_assert_eq "refusals at a write" 1 "$(grep -c 'event=refused.*at=write' "$err"
 # or EPIPE, but the answer is in its receive queue and it reads it. That
 # is the upstream answering (4xx: healthy), not a transient failure: six
 # such uploads with the backstop at 5 open no circuit.
-rx_plain python3 -c '
-import socket, sys, threading, time, os
-pf = sys.argv[1]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-s.settimeout(15)
-open(pf + ".tmp", "w").write(str(s.getsockname()[1]))
-os.rename(pf + ".tmp", pf)
+rx_py_server "$RX_TMP/port413" '
 def serve(c):
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -119,15 +95,7 @@ def serve(c):
     c.sendall(b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     time.sleep(0.3)
     c.close()  # unread body: the kernel answers it with RST
-try:
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-except socket.timeout:
-    pass
-' "$RX_TMP/port413" >"$RX_TMP/server413.out" 2>&1 &
-RX_PIDS="$RX_PIDS $!"
-rx_wait_for 5 test -s "$RX_TMP/port413" || rx_fail "413 server did not start"
+'
 cat >"$RX_TMP/upload.py" <<'PY'
 import socket, sys
 port = int(sys.argv[1])

@@ -279,6 +279,33 @@ rx_plain() {
 	timeout -k 2 "$RX_TIMEOUT" "$@"
 }
 
+# rx_py_server PORTFILE CODE [ARG...]: a python3 upstream on 127.0.0.1 for
+# a server shape the C upstream lacks. CODE defines serve(c), run in a
+# thread for each accepted connection (os, socket, struct, sys, threading
+# and time are imported; ARGs are sys.argv[2:]). The port goes to
+# PORTFILE, what the server prints to PORTFILE.log; it stops 15 s after
+# its last accept. Returns once it listens.
+rx_py_server() {
+	local pf=$1 code=$2
+	shift 2
+	rx_plain python3 -c "import os, socket, struct, sys, threading, time
+$code
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(64)
+s.settimeout(15)
+open(sys.argv[1] + '.tmp', 'w').write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + '.tmp', sys.argv[1])
+try:
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+except socket.timeout:
+    pass" "$pf" "$@" >"$pf.log" 2>&1 &
+	RX_PIDS="$RX_PIDS $!"
+	rx_wait_for 5 test -s "$pf" || rx_fail "python server did not start ($pf)"
+}
+
 # rx_wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it
 # succeeds; returns 1 when SECONDS pass first.
 rx_wait_for() {

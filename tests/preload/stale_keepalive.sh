@@ -17,45 +17,30 @@ rx_require_build
 rx_need python3
 
 server() { # MODE PORTFILE: answer-then-close, close-at-once, or die-late
-	rx_plain python3 -c '
-import socket, sys, time
-mode, pf = sys.argv[1], sys.argv[2]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-s.settimeout(15)
-open(pf + ".tmp", "w").write(str(s.getsockname()[1]))
-import os; os.rename(pf + ".tmp", pf)
-try:
-    while True:
-        c, _ = s.accept()
+	rx_py_server "$2" '
+def serve(c):
+    mode = sys.argv[2]
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            break
+        buf += d
+    if mode in ("answer", "die-late"):
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    if mode == "die-late":
+        # The second request kills the worker after 600 ms of work:
+        # reset, no answer.
         buf = b""
         while b"\r\n\r\n" not in buf:
             d = c.recv(4096)
             if not d:
                 break
             buf += d
-        if mode == "answer":
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        if mode == "die-late":
-            # The first request answered; the second kills the worker
-            # after 600 ms of work: reset, no answer.
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(4096)
-                if not d:
-                    break
-                buf += d
-            time.sleep(0.6)
-            import struct
-            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        c.close()
-except socket.timeout:
-    pass
-' "$1" "$2" &
-	RX_PIDS="$RX_PIDS $!"
-	rx_wait_for 5 test -s "$2" || rx_fail "server $1 did not start"
+        time.sleep(0.6)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+' "$1"
 }
 
 server answer "$RX_TMP/port.answer"
