@@ -9,7 +9,8 @@
 #
 # The limit is 1, the upstream answers in 3 s, and a thread of the test
 # program holds the slot; the program's second connect queues, with a
-# queue timeout of 1500 ms. The deadlines are 200 ms.
+# queue timeout of 1500 ms. The deadlines are 200 ms (the alarm repeats:
+# one that lands before the wait begins interrupts nothing).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 QW=$RESILIX_BUILDDIR/tests/support/queuewait
@@ -21,12 +22,14 @@ lim=(RESILIX_LIMIT_INITIAL=1 RESILIX_LIMIT_MIN=1 RESILIX_LIMIT_MAX=1
 # run MODE: "<rc> <errno> <elapsed ms> <alarms>" of the queued connect.
 run() {
 	local out=$RX_TMP/$1.out err=$RX_TMP/$1.err
-	rx_dump_on_fail "$out" "$err"
 	RX_TIMEOUT=15 rx_shim "${lim[@]}" "$QW" "$RX_PORT" "$1" >"$out" 2>"$err" ||
 		rx_fail "$1: exit status $?"
 	cat "$out"
 }
 
+for m in none sndtimeo alarm alarm-restart; do
+	rx_dump_on_fail "$RX_TMP/$m.out" "$RX_TMP/$m.err"
+done
 # set -- "$(run MODE)" splits the line into $1..$4.
 set -- $(run none)
 rx_assert_eq "no deadline: refused" "-1 ECONNREFUSED" "$1 $2"
@@ -42,7 +45,7 @@ rx_assert_ge "SO_SNDTIMEO: not before it (ms)" "$3" 150
 
 set -- $(run alarm)
 rx_assert_eq "alarm without SA_RESTART: EINTR" "-1 EINTR" "$1 $2"
-rx_assert_eq "alarm without SA_RESTART: the handler ran" 1 "$4"
+rx_assert_ge "alarm without SA_RESTART: the handler ran" "$4" 1
 rx_assert_le "alarm without SA_RESTART: at the alarm (ms)" "$3" 1000
 rx_assert_grep "alarm without SA_RESTART: logged" 'event=wait-interrupted' \
 	"$RX_TMP/alarm.err"
@@ -50,6 +53,6 @@ rx_assert_grep "alarm without SA_RESTART: logged" 'event=wait-interrupted' \
 set -- $(run alarm-restart)
 rx_assert_eq "alarm with SA_RESTART: the wait goes on, then refused" \
 	"-1 ECONNREFUSED" "$1 $2"
-rx_assert_eq "alarm with SA_RESTART: the handler ran" 1 "$4"
+rx_assert_ge "alarm with SA_RESTART: the handler ran" "$4" 1
 rx_assert_ge "alarm with SA_RESTART: after the queue timeout (ms)" "$3" 1400
 rx_pass
