@@ -10,6 +10,15 @@
  * learnt follows the handle exactly. The multi interface is left to the
  * socket layer (ADR-151): curl_multi_* are not interposed.
  *
+ * Which transfers. Those whose handle the table follows, with a URL the
+ * curl layer can key, and a destination RESILIX_INCLUDE/RESILIX_EXCLUDE
+ * let through: exactly for an address literal, by the port-only patterns
+ * for a host name, and when an address pattern could decide, not at all
+ * here - the socket layer, which sees the address, decides at the connect
+ * (ADR-240). Every other transfer runs without the curl layer and without
+ * rx__curl_active, so the socket layer guards its connects as any
+ * program's.
+ *
  * A guarded perform. Build the key from the handle's URL (host:port by
  * default; RESILIX_CURL_KEY=endpoint or origin, ADR-154), acquire and
  * admit it through call.c - the same registry, locks and policies as the
@@ -63,8 +72,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -614,12 +625,18 @@ static void put_port(struct keybuf *k, unsigned port)
 	put_n(k, d + i, sizeof(d) - i);
 }
 
+/* The port the transfer connects to: CURLOPT_PORT overrides the URL's. */
+static uint16_t port_of(const struct handle_state *st)
+{
+	return st->port ? st->port : st->url.port;
+}
+
 /* Format the key of @st's transfer (ADR-154) into @buf of @size (>= 1).
  * Returns its length; keys longer than @size - 1 (RX_KEY_MAX) are
  * truncated, as the registry would truncate them. */
 static size_t make_key(const struct handle_state *st, char *buf, size_t size)
 {
-	unsigned port = st->port ? st->port : st->url.port;
+	unsigned port = port_of(st);
 	struct keybuf k = {buf, size - 1};
 
 	switch (rx__config()->curl_key) {
@@ -647,6 +664,48 @@ static size_t make_key(const struct handle_state *st, char *buf, size_t size)
 	}
 	*k.p = '\0';
 	return (size_t)(k.p - buf);
+}
+
+/*
+ * Do RESILIX_INCLUDE and RESILIX_EXCLUDE let the curl layer guard @st's
+ * transfer (ADR-240)? A URL whose host is an address literal is judged as
+ * its connect would be. A host name is judged by the patterns that match
+ * every address ("*:port"); when an address pattern could change the
+ * answer, the curl layer cannot know it before libcurl resolves the name,
+ * so it does not guard the transfer: it runs as if the curl layer were
+ * not there, and the socket layer, which sees each connect's address,
+ * applies the filters to it and guards what they let through, by
+ * ip:port. Either way one layer at most counts the transfer.
+ */
+static bool filters_let_guard(const struct handle_state *st)
+{
+	const struct rx_config *cfg = rx__config();
+	uint16_t port = port_of(st);
+
+	if (st->url.family == AF_INET) {
+		struct sockaddr_in in;
+
+		memset(&in, 0, sizeof(in));
+		in.sin_family = AF_INET;
+		in.sin_port = htons(port);
+		memcpy(&in.sin_addr, st->url.addr, 4);
+		return rx_filter_guarded(&cfg->include, &cfg->exclude,
+					 (const struct sockaddr *)&in,
+					 sizeof(in));
+	}
+	if (st->url.family == AF_INET6) {
+		struct sockaddr_in6 in6;
+
+		memset(&in6, 0, sizeof(in6));
+		in6.sin6_family = AF_INET6;
+		in6.sin6_port = htons(port);
+		memcpy(&in6.sin6_addr, st->url.addr, 16);
+		return rx_filter_guarded(&cfg->include, &cfg->exclude,
+					 (const struct sockaddr *)&in6,
+					 sizeof(in6));
+	}
+	return rx_filter_guarded_port(&cfg->include, &cfg->exclude, port) ==
+	       RX_FILTER_YES;
 }
 
 /* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
@@ -838,7 +897,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	if (rx__curl_active || !guarding())
 		return real.perform(h);
 	st = find(h);
-	if (!st || !st->url_ok || st->curlu)
+	if (!st || !st->url_ok || st->curlu || !filters_let_guard(st))
 		return real.perform(h); /* the socket layer attributes it */
 
 	err = errno;

@@ -39,6 +39,9 @@ struct rx_curl_url {
 	uint16_t port;	   /* explicit port, else the scheme's default */
 	bool port_given;   /* the URL named the port */
 	bool scheme_given; /* the URL named the scheme ("x://") */
+	uint8_t family;	   /* AF_INET or AF_INET6 when host is an address
+			      literal (ADR-240), else 0: a name */
+	uint8_t addr[16];  /* that address, network order, 4 or 16 bytes */
 };
 
 /*
@@ -46,7 +49,9 @@ struct rx_curl_url {
  * key it: scheme (or, without "scheme://", @default_scheme, else libcurl's
  * guess from the host name: "ftp." -> ftp, otherwise http), user info
  * dropped, host lower-cased, port (or the scheme's default), path without
- * query and fragment.
+ * query and fragment; and whether the host is an IPv4 or IPv6 address
+ * literal (in the forms inet_pton reads; an IPv6 zone, or a short form
+ * such as "127.1" that libcurl widens, counts as a name).
  * Returns true when @out is filled; false for NULL, an empty host, a bad
  * port, a scheme we know no default port for or one without a network
  * (file:), so the transfer is left to the socket layer.

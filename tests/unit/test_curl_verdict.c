@@ -4,6 +4,8 @@
  * libcurl's headers are installed, every ABI number of curl_abi.h against
  * the real curl/curl.h.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "../support/cunit_main.h"
@@ -166,6 +168,35 @@ static void test_url_without_scheme(void)
 	CU_ASSERT_EQUAL(u.port, 443);
 }
 
+/* An address literal is kept as an address, for the filters (ADR-240);
+ * anything inet_pton does not read is a name. */
+static void test_url_literal(void)
+{
+	static const uint8_t v4[4] = {127, 0, 0, 1};
+	static const uint8_t v6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+				       0, 0, 0, 0, 0, 0, 0, 1};
+	struct rx_curl_url u;
+
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://127.0.0.1:8080/x", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET);
+	CU_ASSERT_EQUAL(memcmp(u.addr, v4, 4), 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://[::1]:8080/x", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET6);
+	CU_ASSERT_EQUAL(memcmp(u.addr, v6, 16), 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("u@[::FFFF:10.0.0.1]/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET6);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://localhost:8080/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://127.1/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(
+	    rx__curl_parse_url("http://[fe80::1%25eth0]/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(
+	    rx__curl_parse_url("http://10.0.0.1.example/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+}
+
 static void test_url_refused(void)
 {
 	struct rx_curl_url u;
@@ -254,6 +285,7 @@ int main(void)
 	    {"URL default ports", test_url_default_ports},
 	    {"URL parts", test_url_parts},
 	    {"URL without a scheme", test_url_without_scheme},
+	    {"URL hosts that are address literals", test_url_literal},
 	    {"URLs left to the socket layer", test_url_refused},
 	    {"ABI numbers match curl/curl.h", test_abi_matches_curl_h},
 	    {NULL, NULL}};
