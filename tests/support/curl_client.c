@@ -6,7 +6,8 @@
  *   curl_client [--mode easy|multi] [--threads N] [--requests N]
  *               [--parallel N] [--method M] [--insecure] [--errbuf]
  *               [--fresh] [--dup] [--reset] [--timeout-ms N]
- *               [--maxfilesize N] [--cainfo-blob FILE] URL...
+ *               [--maxfilesize N] [--cainfo-blob FILE] [--refuse-body]
+ *               URL...
  *
  *   --mode easy     curl_easy_perform (the default); multi: one multi
  *                   handle running --parallel transfers at once
@@ -26,6 +27,9 @@
  *   --maxfilesize N CURLOPT_MAXFILESIZE_LARGE (a curl_off_t option)
  *   --cainfo-blob F trust the certificate in F, passed in memory with
  *                   CURLOPT_CAINFO_BLOB (a blob option)
+ *   --refuse-body   the write callback takes no byte of the body, so a
+ *                   transfer whose answer has one ends in
+ *                   CURLE_WRITE_ERROR after its status came
  *   --fork-stress N no transfers: 2 threads set options on their handles
  *                   in a loop while the main thread forks N children
  *                   that each set an option on a third and exit; prints
@@ -53,7 +57,7 @@
 static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
-static int insecure, use_errbuf, fresh, dup_mode, reset_mode;
+static int insecure, use_errbuf, fresh, dup_mode, reset_mode, refuse_body;
 static long timeout_ms = 10000;
 static curl_off_t maxfilesize = -1;
 static struct curl_blob cainfo;
@@ -73,7 +77,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p;
 	(void)arg;
-	return size * n;
+	return refuse_body ? 0 : size * n;
 }
 
 static void set_options(CURL *h, const char *url, char *errbuf)
@@ -267,7 +271,7 @@ static int usage(void)
 			"[--requests N] [--parallel N] [--method M] "
 			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
-			"[--cainfo-blob FILE] URL...\n");
+			"[--cainfo-blob FILE] [--refuse-body] URL...\n");
 	return 2;
 }
 
@@ -290,6 +294,8 @@ int main(int argc, char **argv)
 			dup_mode = 1;
 		else if (strcmp(o, "--reset") == 0)
 			reset_mode = 1;
+		else if (strcmp(o, "--refuse-body") == 0)
+			refuse_body = 1;
 		else if (!v)
 			return usage();
 		else if (strcmp(o, "--mode") == 0)

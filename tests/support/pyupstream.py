@@ -7,12 +7,14 @@ TLS with a self-signed certificate, which the C upstream does not.
 Usage:
   pyupstream.py --port-file F --log F [--tls CERT KEY] [--max-seconds S]
                 [--rule PREFIX=STATUS ...] [--default STATUS]
+                [--location URL]
 
   --rule /payments=500   requests whose path starts with /payments get 500
                          (first matching rule wins; query strings are part
                          of the path as sent)
   --default STATUS       everything else, default 200
   429 and 503 carry "Retry-After: 1".
+  --location URL         3xx answers carry "Location: URL" (a redirect)
 
 Log: one line per request, flushed: "<ms since start> <method> <path>
 <status>" - the same columns as tests/support/upstream, so lib.sh's
@@ -41,6 +43,7 @@ def main():
     ap.add_argument("--default", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=60)
     ap.add_argument("--git-root")
+    ap.add_argument("--location")
     args = ap.parse_args()
 
     rules = []
@@ -76,6 +79,8 @@ def main():
             self.send_response(status)
             if status in (429, 503):
                 self.send_header("Retry-After", "1")
+            if args.location and 300 <= status <= 399:
+                self.send_header("Location", args.location)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
