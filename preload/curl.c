@@ -31,7 +31,9 @@
  * reads the CURLcode, CURLINFO_RESPONSE_CODE and the time to first byte
  * (CURLINFO_STARTTRANSFER_TIME_T, microseconds) through the real
  * curl_easy_getinfo, and classifies them with the table of
- * curl_verdict.c (ADR-153).
+ * curl_verdict.c (ADR-153): an http(s) transfer that got its final
+ * status is judged by it, at its first byte, whatever error ended it
+ * later (ADR-241).
  *
  * libcurl is optional (ADR-150). The shim never links it. The real curl
  * functions are resolved with dlsym(RTLD_NEXT) the first time the program
@@ -204,6 +206,7 @@ struct handle_state {
 	bool url_ok;		 /* url holds a URL we can key */
 	bool curlu;		 /* CURLOPT_CURLU: the URL is not ours to see */
 	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
+	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
 	uint8_t httpreq;	 /* enum httpreq */
 	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
 	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
@@ -391,6 +394,7 @@ static void state_clear(struct handle_state *st)
 	st->curlu = false;
 	st->upload = false;
 	st->no_body = false;
+	st->follow = false;
 	st->httpreq = REQ_GET;
 	st->port = 0;
 	st->errbuf = NULL;
@@ -456,6 +460,7 @@ static bool interesting(int option)
 	case RX_CURLOPT_NOBODY:
 	case RX_CURLOPT_UPLOAD:
 	case RX_CURLOPT_POST:
+	case RX_CURLOPT_FOLLOWLOCATION:
 	case RX_CURLOPT_PUT:
 	case RX_CURLOPT_HTTPGET:
 	case RX_CURLOPT_URL:
@@ -499,6 +504,9 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 		break;
 	case RX_CURLOPT_PORT:
 		st->port = l > 0 && l <= 65535 ? (uint16_t)l : 0;
+		break;
+	case RX_CURLOPT_FOLLOWLOCATION:
+		st->follow = l != 0;
 		break;
 	case RX_CURLOPT_CUSTOMREQUEST:
 		copy_str(st->custom, sizeof(st->custom), p);
@@ -938,6 +946,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 	}
 	http = strcmp(st->url.scheme, "http") == 0 ||
 	       strcmp(st->url.scheme, "https") == 0;
+	/* A failed transfer that ends on a 3xx while following redirects
+	 * failed on the way to the next hop: libcurl keeps the last status
+	 * it read, and the hop it was following to never answered. */
+	if (rc != RX_CURLE_OK && st->follow && status >= 300 && status <= 399)
+		status = 0;
 	slow_ns = rx__config()->guard.breaker.slow_call_ms * RX_NS_PER_MS;
 	deadline_ns = rx__config()->timeout_ms * RX_NS_PER_MS;
 	v = rx__curl_verdict(
@@ -945,9 +958,13 @@ RX_EXPORT int curl_easy_perform(void *h)
 	    (slow_ns > 0 && end - start >= slow_ns) ||
 		(deadline_ns > 0 && end - start > deadline_ns));
 	/* Latency is time to first byte when libcurl measured one (it
-	 * starts its clock where we do), else the whole transfer. */
+	 * starts its clock where we do), else the whole transfer. An
+	 * http(s) transfer that failed before its final status never had
+	 * its first byte: libcurl's may be an interim 100 Continue's, or
+	 * the EOF that ended it (ADR-241). */
 	first_byte = end;
-	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start)
+	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start &&
+	    (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)))
 		first_byte = start + (uint64_t)ttfb_us * RX_NS_PER_US;
 	/* RESILIX_TIMEOUT_MS judges, never cuts (ADR-145): an answer that
 	 * came after the deadline is a timeout, though the program has it.

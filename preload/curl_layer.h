@@ -16,19 +16,32 @@
 #include "resilix/verdict.h"
 
 /*
- * rx__curl_verdict - the verdict of one curl_easy_perform (ADR-153).
+ * rx__curl_verdict - the verdict of one curl_easy_perform (ADR-153,
+ * ADR-241).
  * @code:   the CURLcode it returned; any int (unknown codes: TRANSIENT).
  * @status: CURLINFO_RESPONSE_CODE, 0 when there was none or getinfo
- *          failed.
+ *          failed, or when it is not this transfer's answer (the caller
+ *          passes 0 for a 3xx whose redirect libcurl was following).
  * @http:   the URL's scheme is http or https, so @status is an HTTP status
  *          (FTP and SMTP report their own reply codes there).
  * @late:   the transfer ran at least the slow threshold, or past
  *          RESILIX_TIMEOUT_MS (only meaningful for
  *          CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is a
  *          timeout, DESIGN.md "Client-side abandonment", ADR-145).
- * Thread-safe, O(1).
+ * Returns the verdict of the final HTTP status when @http and
+ * rx__curl_final_status(@status), whatever @code; else @code's, from
+ * the table in curl_verdict.c. Thread-safe, O(1).
  */
 enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late);
+
+/*
+ * rx__curl_final_status - is @status (CURLINFO_RESPONSE_CODE of an http(s)
+ * transfer) a final answer: 101 Switching Protocols, or 200..999? 0 (none)
+ * and the interim 1xx (100 Continue, 103 Early Hints), which libcurl
+ * also reports there while it waits for the final one, are not.
+ * Thread-safe, O(1).
+ */
+bool rx__curl_final_status(long status);
 
 /* The parts of a URL a key is built from. */
 struct rx_curl_url {
