@@ -11,13 +11,16 @@
  * socket layer (ADR-151): curl_multi_* are not interposed.
  *
  * Which transfers. Those whose handle the table follows, with a URL the
- * curl layer can key, and a destination RESILIX_INCLUDE/RESILIX_EXCLUDE
- * let through: exactly for an address literal, by the port-only patterns
- * for a host name, and when an address pattern could decide, not at all
- * here - the socket layer, which sees the address, decides at the connect
- * (ADR-240). Every other transfer runs without the curl layer and without
- * rx__curl_active, so the socket layer guards its connects as any
- * program's.
+ * curl layer can key, that do not go over a Unix socket
+ * (CURLOPT_UNIX_SOCKET_PATH or CURLOPT_ABSTRACT_UNIX_SOCKET set: the
+ * URL's host is then only a name in the request, ADR-242), and whose
+ * destination RESILIX_INCLUDE/RESILIX_EXCLUDE let through: exactly for an
+ * address literal, by the port-only patterns for a host name, and when an
+ * address pattern could decide, not at all here - the socket layer, which
+ * sees the address, decides at the connect (ADR-240). Every other
+ * transfer runs without the curl layer and without rx__curl_active, so
+ * the socket layer guards its connects as any program's (and leaves
+ * AF_UNIX ones alone).
  *
  * A guarded perform. Build the key from the handle's URL (host:port by
  * default; RESILIX_CURL_KEY=endpoint or origin, ADR-154), acquire and
@@ -205,6 +208,7 @@ struct handle_state {
 	uint32_t next_free;	 /* free list link (index + 1, 0 = end) */
 	bool url_ok;		 /* url holds a URL we can key */
 	bool curlu;		 /* CURLOPT_CURLU: the URL is not ours to see */
+	bool unix_socket;	 /* CURLOPT_(ABSTRACT_)UNIX_SOCKET(_PATH) */
 	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
 	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
 	uint8_t httpreq;	 /* enum httpreq */
@@ -392,6 +396,7 @@ static void state_clear(struct handle_state *st)
 {
 	st->url_ok = false;
 	st->curlu = false;
+	st->unix_socket = false;
 	st->upload = false;
 	st->no_body = false;
 	st->follow = false;
@@ -472,6 +477,8 @@ static bool interesting(int option)
 	case RX_CURLOPT_DEFAULT_PROTOCOL:
 	case RX_CURLOPT_MIMEPOST:
 	case RX_CURLOPT_CURLU:
+	case RX_CURLOPT_UNIX_SOCKET_PATH:
+	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
 		return true;
 	default:
 		return false;
@@ -498,6 +505,12 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 		break;
 	case RX_CURLOPT_CURLU:
 		st->curlu = p != NULL;
+		break;
+	case RX_CURLOPT_UNIX_SOCKET_PATH:
+	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
+		/* One setting in libcurl: either option sets the path (NULL
+		 * clears it), the last one wins (ADR-242). */
+		st->unix_socket = p != NULL;
 		break;
 	case RX_CURLOPT_ERRORBUFFER:
 		st->errbuf = p;
@@ -905,7 +918,10 @@ RX_EXPORT int curl_easy_perform(void *h)
 	if (rx__curl_active || !guarding())
 		return real.perform(h);
 	st = find(h);
-	if (!st || !st->url_ok || st->curlu || !filters_let_guard(st))
+	/* Over a Unix socket, nothing crosses the network: untracked, as
+	 * the socket layer leaves AF_UNIX (ADR-242). */
+	if (!st || !st->url_ok || st->curlu || st->unix_socket ||
+	    !filters_let_guard(st))
 		return real.perform(h); /* the socket layer attributes it */
 
 	err = errno;
