@@ -10,6 +10,18 @@
  * learnt follows the handle exactly. The multi interface is left to the
  * socket layer (ADR-151): curl_multi_* are not interposed.
  *
+ * Which transfers. Those whose handle the table follows, with a URL the
+ * curl layer can key, that do not go over a Unix socket
+ * (CURLOPT_UNIX_SOCKET_PATH or CURLOPT_ABSTRACT_UNIX_SOCKET set: the
+ * URL's host is then only a name in the request, ADR-242), and whose
+ * destination RESILIX_INCLUDE/RESILIX_EXCLUDE let through: exactly for an
+ * address literal, by the port-only patterns for a host name, and when an
+ * address pattern could decide, not at all here - the socket layer, which
+ * sees the address, decides at the connect (ADR-240). Every other
+ * transfer runs without the curl layer and without rx__curl_active, so
+ * the socket layer guards its connects as any program's (and leaves
+ * AF_UNIX ones alone).
+ *
  * A guarded perform. Build the key from the handle's URL (host:port by
  * default; RESILIX_CURL_KEY=endpoint or origin, ADR-154), acquire and
  * admit it through call.c - the same registry, locks and policies as the
@@ -22,7 +34,9 @@
  * reads the CURLcode, CURLINFO_RESPONSE_CODE and the time to first byte
  * (CURLINFO_STARTTRANSFER_TIME_T, microseconds) through the real
  * curl_easy_getinfo, and classifies them with the table of
- * curl_verdict.c (ADR-153).
+ * curl_verdict.c (ADR-153): an http(s) transfer that got its final
+ * status is judged by it, at its first byte, whatever error ended it
+ * later (ADR-241).
  *
  * libcurl is optional (ADR-150). The shim never links it. The real curl
  * functions are resolved with dlsym(RTLD_NEXT) the first time the program
@@ -63,8 +77,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,7 +208,9 @@ struct handle_state {
 	uint32_t next_free;	 /* free list link (index + 1, 0 = end) */
 	bool url_ok;		 /* url holds a URL we can key */
 	bool curlu;		 /* CURLOPT_CURLU: the URL is not ours to see */
+	bool unix_socket;	 /* CURLOPT_(ABSTRACT_)UNIX_SOCKET(_PATH) */
 	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
+	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
 	uint8_t httpreq;	 /* enum httpreq */
 	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
 	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
@@ -378,8 +396,10 @@ static void state_clear(struct handle_state *st)
 {
 	st->url_ok = false;
 	st->curlu = false;
+	st->unix_socket = false;
 	st->upload = false;
 	st->no_body = false;
+	st->follow = false;
 	st->httpreq = REQ_GET;
 	st->port = 0;
 	st->errbuf = NULL;
@@ -445,6 +465,7 @@ static bool interesting(int option)
 	case RX_CURLOPT_NOBODY:
 	case RX_CURLOPT_UPLOAD:
 	case RX_CURLOPT_POST:
+	case RX_CURLOPT_FOLLOWLOCATION:
 	case RX_CURLOPT_PUT:
 	case RX_CURLOPT_HTTPGET:
 	case RX_CURLOPT_URL:
@@ -456,6 +477,8 @@ static bool interesting(int option)
 	case RX_CURLOPT_DEFAULT_PROTOCOL:
 	case RX_CURLOPT_MIMEPOST:
 	case RX_CURLOPT_CURLU:
+	case RX_CURLOPT_UNIX_SOCKET_PATH:
+	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
 		return true;
 	default:
 		return false;
@@ -483,11 +506,20 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 	case RX_CURLOPT_CURLU:
 		st->curlu = p != NULL;
 		break;
+	case RX_CURLOPT_UNIX_SOCKET_PATH:
+	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
+		/* One setting in libcurl: either option sets the path (NULL
+		 * clears it), the last one wins (ADR-242). */
+		st->unix_socket = p != NULL;
+		break;
 	case RX_CURLOPT_ERRORBUFFER:
 		st->errbuf = p;
 		break;
 	case RX_CURLOPT_PORT:
 		st->port = l > 0 && l <= 65535 ? (uint16_t)l : 0;
+		break;
+	case RX_CURLOPT_FOLLOWLOCATION:
+		st->follow = l != 0;
 		break;
 	case RX_CURLOPT_CUSTOMREQUEST:
 		copy_str(st->custom, sizeof(st->custom), p);
@@ -614,12 +646,18 @@ static void put_port(struct keybuf *k, unsigned port)
 	put_n(k, d + i, sizeof(d) - i);
 }
 
+/* The port the transfer connects to: CURLOPT_PORT overrides the URL's. */
+static uint16_t port_of(const struct handle_state *st)
+{
+	return st->port ? st->port : st->url.port;
+}
+
 /* Format the key of @st's transfer (ADR-154) into @buf of @size (>= 1).
  * Returns its length; keys longer than @size - 1 (RX_KEY_MAX) are
  * truncated, as the registry would truncate them. */
 static size_t make_key(const struct handle_state *st, char *buf, size_t size)
 {
-	unsigned port = st->port ? st->port : st->url.port;
+	unsigned port = port_of(st);
 	struct keybuf k = {buf, size - 1};
 
 	switch (rx__config()->curl_key) {
@@ -647,6 +685,48 @@ static size_t make_key(const struct handle_state *st, char *buf, size_t size)
 	}
 	*k.p = '\0';
 	return (size_t)(k.p - buf);
+}
+
+/*
+ * Do RESILIX_INCLUDE and RESILIX_EXCLUDE let the curl layer guard @st's
+ * transfer (ADR-240)? A URL whose host is an address literal is judged as
+ * its connect would be. A host name is judged by the patterns that match
+ * every address ("*:port"); when an address pattern could change the
+ * answer, the curl layer cannot know it before libcurl resolves the name,
+ * so it does not guard the transfer: it runs as if the curl layer were
+ * not there, and the socket layer, which sees each connect's address,
+ * applies the filters to it and guards what they let through, by
+ * ip:port. Either way one layer at most counts the transfer.
+ */
+static bool filters_let_guard(const struct handle_state *st)
+{
+	const struct rx_config *cfg = rx__config();
+	uint16_t port = port_of(st);
+
+	if (st->url.family == AF_INET) {
+		struct sockaddr_in in;
+
+		memset(&in, 0, sizeof(in));
+		in.sin_family = AF_INET;
+		in.sin_port = htons(port);
+		memcpy(&in.sin_addr, st->url.addr, 4);
+		return rx_filter_guarded(&cfg->include, &cfg->exclude,
+					 (const struct sockaddr *)&in,
+					 sizeof(in));
+	}
+	if (st->url.family == AF_INET6) {
+		struct sockaddr_in6 in6;
+
+		memset(&in6, 0, sizeof(in6));
+		in6.sin6_family = AF_INET6;
+		in6.sin6_port = htons(port);
+		memcpy(&in6.sin6_addr, st->url.addr, 16);
+		return rx_filter_guarded(&cfg->include, &cfg->exclude,
+					 (const struct sockaddr *)&in6,
+					 sizeof(in6));
+	}
+	return rx_filter_guarded_port(&cfg->include, &cfg->exclude, port) ==
+	       RX_FILTER_YES;
 }
 
 /* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
@@ -838,7 +918,10 @@ RX_EXPORT int curl_easy_perform(void *h)
 	if (rx__curl_active || !guarding())
 		return real.perform(h);
 	st = find(h);
-	if (!st || !st->url_ok || st->curlu)
+	/* Over a Unix socket, nothing crosses the network: untracked, as
+	 * the socket layer leaves AF_UNIX (ADR-242). */
+	if (!st || !st->url_ok || st->curlu || st->unix_socket ||
+	    !filters_let_guard(st))
 		return real.perform(h); /* the socket layer attributes it */
 
 	err = errno;
@@ -879,6 +962,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 	}
 	http = strcmp(st->url.scheme, "http") == 0 ||
 	       strcmp(st->url.scheme, "https") == 0;
+	/* A failed transfer that ends on a 3xx while following redirects
+	 * failed on the way to the next hop: libcurl keeps the last status
+	 * it read, and the hop it was following to never answered. */
+	if (rc != RX_CURLE_OK && st->follow && status >= 300 && status <= 399)
+		status = 0;
 	slow_ns = rx__config()->guard.breaker.slow_call_ms * RX_NS_PER_MS;
 	deadline_ns = rx__config()->timeout_ms * RX_NS_PER_MS;
 	v = rx__curl_verdict(
@@ -886,9 +974,13 @@ RX_EXPORT int curl_easy_perform(void *h)
 	    (slow_ns > 0 && end - start >= slow_ns) ||
 		(deadline_ns > 0 && end - start > deadline_ns));
 	/* Latency is time to first byte when libcurl measured one (it
-	 * starts its clock where we do), else the whole transfer. */
+	 * starts its clock where we do), else the whole transfer. An
+	 * http(s) transfer that failed before its final status never had
+	 * its first byte: libcurl's may be an interim 100 Continue's, or
+	 * the EOF that ended it (ADR-241). */
 	first_byte = end;
-	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start)
+	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start &&
+	    (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)))
 		first_byte = start + (uint64_t)ttfb_us * RX_NS_PER_US;
 	/* RESILIX_TIMEOUT_MS judges, never cuts (ADR-145): an answer that
 	 * came after the deadline is a timeout, though the program has it.

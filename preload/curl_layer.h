@@ -16,19 +16,32 @@
 #include "resilix/verdict.h"
 
 /*
- * rx__curl_verdict - the verdict of one curl_easy_perform (ADR-153).
+ * rx__curl_verdict - the verdict of one curl_easy_perform (ADR-153,
+ * ADR-241).
  * @code:   the CURLcode it returned; any int (unknown codes: TRANSIENT).
  * @status: CURLINFO_RESPONSE_CODE, 0 when there was none or getinfo
- *          failed.
+ *          failed, or when it is not this transfer's answer (the caller
+ *          passes 0 for a 3xx whose redirect libcurl was following).
  * @http:   the URL's scheme is http or https, so @status is an HTTP status
  *          (FTP and SMTP report their own reply codes there).
  * @late:   the transfer ran at least the slow threshold, or past
  *          RESILIX_TIMEOUT_MS (only meaningful for
  *          CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is a
  *          timeout, DESIGN.md "Client-side abandonment", ADR-145).
- * Thread-safe, O(1).
+ * Returns the verdict of the final HTTP status when @http and
+ * rx__curl_final_status(@status), whatever @code; else @code's, from
+ * the table in curl_verdict.c. Thread-safe, O(1).
  */
 enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late);
+
+/*
+ * rx__curl_final_status - is @status (CURLINFO_RESPONSE_CODE of an http(s)
+ * transfer) a final answer: 101 Switching Protocols, or 200..999? 0 (none)
+ * and the interim 1xx (100 Continue, 103 Early Hints), which libcurl
+ * also reports there while it waits for the final one, are not.
+ * Thread-safe, O(1).
+ */
+bool rx__curl_final_status(long status);
 
 /* The parts of a URL a key is built from. */
 struct rx_curl_url {
@@ -39,6 +52,9 @@ struct rx_curl_url {
 	uint16_t port;	   /* explicit port, else the scheme's default */
 	bool port_given;   /* the URL named the port */
 	bool scheme_given; /* the URL named the scheme ("x://") */
+	uint8_t family;	   /* AF_INET or AF_INET6 when host is an address
+			      literal (ADR-240), else 0: a name */
+	uint8_t addr[16];  /* that address, network order, 4 or 16 bytes */
 };
 
 /*
@@ -46,7 +62,9 @@ struct rx_curl_url {
  * key it: scheme (or, without "scheme://", @default_scheme, else libcurl's
  * guess from the host name: "ftp." -> ftp, otherwise http), user info
  * dropped, host lower-cased, port (or the scheme's default), path without
- * query and fragment.
+ * query and fragment; and whether the host is an IPv4 or IPv6 address
+ * literal (in the forms inet_pton reads; an IPv6 zone, or a short form
+ * such as "127.1" that libcurl widens, counts as a name).
  * Returns true when @out is filled; false for NULL, an empty host, a bad
  * port, a scheme we know no default port for or one without a network
  * (file:), so the transfer is left to the socket layer.

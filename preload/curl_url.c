@@ -16,10 +16,14 @@
  * share a circuit); paths are kept byte for byte. Anything this parser
  * cannot read - no host, a port outside 1..65535, a scheme without a
  * known default port, file: URLs that never touch the network - is left
- * to the socket layer, which sees the connect if there is one.
+ * to the socket layer, which sees the connect if there is one. A host
+ * that is an address literal is kept as an address too, so the curl layer
+ * can apply RESILIX_INCLUDE/RESILIX_EXCLUDE exactly (ADR-240).
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "curl_layer.h"
@@ -64,6 +68,24 @@ static bool copy_lower(char *dst, size_t size, const char *s, size_t n)
 		dst[i] = lower(s[i]);
 	dst[n] = '\0';
 	return true;
+}
+
+/* Is @u's host an address literal? Then the filters can judge the
+ * transfer as the connect would (ADR-240). */
+static void literal(struct rx_curl_url *u)
+{
+	char buf[INET6_ADDRSTRLEN + 1];
+	size_t n = strlen(u->host);
+
+	if (inet_pton(AF_INET, u->host, u->addr) == 1) {
+		u->family = AF_INET;
+	} else if (n > 2 && u->host[0] == '[' && u->host[n - 1] == ']' &&
+		   n - 2 < sizeof(buf)) {
+		memcpy(buf, u->host + 1, n - 2);
+		buf[n - 2] = '\0';
+		if (inet_pton(AF_INET6, buf, u->addr) == 1)
+			u->family = AF_INET6;
+	}
 }
 
 bool rx__curl_default_port(const char *scheme, uint16_t *port)
@@ -142,6 +164,7 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 	if (!copy_lower(out->host, sizeof(out->host), host,
 			(size_t)(host_end - host)))
 		return false;
+	literal(out);
 	if (colon && colon + 1 < auth_end) {
 		unsigned long port = 0;
 

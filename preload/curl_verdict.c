@@ -4,13 +4,20 @@
  *
  * One curl_easy_perform ends with a CURLcode and, for HTTP, a status. The
  * table reads them as DESIGN.md's verdict table reads errnos and statuses,
- * under one rule: a code is evidence about the destination only when the
+ * under two rules. A call ends at its first response byte and is judged by
+ * what came back: once an http(s) transfer has its final status (101, or
+ * 200 and up; a 1xx other than 101 is interim), that status is the
+ * verdict, whatever CURLcode ended the transfer afterwards - a timeout
+ * cutting a stream, a write error, a partial body, an abort (ADR-241).
+ * Before that, a code is evidence about the destination only when the
  * destination caused it. So:
  *
- *   success    CURLE_OK on a non-HTTP scheme, or with no status at all
- *   by status  CURLE_OK and CURLE_HTTP_RETURNED_ERROR (curl -f) on http(s):
+ *   by status  a final status on http(s), whatever the code:
  *              rx_verdict_from_http (2xx/3xx success, 4xx answered, 429
- *              and 503 overload, 408/504 timeout, other 5xx transient)
+ *              and 503 overload, 408/504 timeout, other 5xx transient),
+ *              101 success (the protocol changed: the socket layer's
+ *              RX_SNIFF_UPGRADE)
+ *   success    CURLE_OK on a non-HTTP scheme, or with no status at all
  *   timeout    OPERATION_TIMEDOUT, FTP_ACCEPT_TIMEOUT; ABORTED_BY_CALLBACK
  *              once the transfer ran past the slow threshold
  *   transient  the destination broke or went away: COULDNT_CONNECT,
@@ -45,19 +52,29 @@
 
 #include "curl_layer.h"
 
+bool rx__curl_final_status(long status)
+{
+	return status == 101 || (status >= 200 && status <= 999);
+}
+
 enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late)
 {
+	/* The answer came: what went wrong after it is not the
+	 * destination's failure (ADR-241). CURLOPT_FAILONERROR's
+	 * HTTP_RETURNED_ERROR is one such code: the status is still what
+	 * happened. */
+	if (http && rx__curl_final_status(status))
+		return status == 101 ? RX_SUCCESS
+				     : rx_verdict_from_http((int)status);
+
 	switch (code) {
 	case RX_CURLE_OK:
 		if (!http || status <= 0)
 			return RX_SUCCESS;
+		/* An interim 1xx as the last status: no final answer. */
 		return rx_verdict_from_http(status > 999 ? 0 : (int)status);
 	case RX_CURLE_HTTP_RETURNED_ERROR:
-		/* CURLOPT_FAILONERROR turned a status >= 400 into an error:
-		 * the status is still what happened. */
-		if (status <= 0 || status > 999)
-			return RX_TRANSIENT;
-		return rx_verdict_from_http((int)status);
+		return RX_TRANSIENT; /* without a status libcurl could read */
 
 	case RX_CURLE_OPERATION_TIMEDOUT:
 	case RX_CURLE_FTP_ACCEPT_TIMEOUT:

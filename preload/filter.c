@@ -3,14 +3,20 @@
  * filter.h; ADR-143).
  *
  * Design. Parsed once at start-up, from the environment, into a fixed
- * table inside struct rx_config; matched at each admission (connect),
- * never on the I/O path. Parsing uses inet_pton for the address literals
- * (locale-free, no allocation) and hand-written digit loops for prefixes
- * and ports, with the same strictness as the rest of config.c: no signs,
- * no spaces inside a pattern, no empty pattern, ranges checked, never
- * clamped. A malformed pattern makes the whole configuration invalid
- * (ADR-102): guarding a set of destinations the user did not ask for would
- * be worse than guarding none.
+ * table inside struct rx_config; matched at each admission (connect, and
+ * curl_easy_perform), never on the I/O path. The curl layer knows a
+ * transfer's address only when the URL's host is a literal; for a host
+ * name it asks rx_filter_guarded_port, which decides with the patterns
+ * that match every address and says when an address pattern must decide
+ * at the connect instead (ADR-240).
+ *
+ * Parsing uses inet_pton for the address literals (locale-free, no
+ * allocation) and hand-written digit loops for prefixes and ports, with
+ * the same strictness as the rest of config.c: no signs, no spaces inside
+ * a pattern, no empty pattern, ranges checked, never clamped. A malformed
+ * pattern makes the whole configuration invalid (ADR-102): guarding a set
+ * of destinations the user did not ask for would be worse than guarding
+ * none.
  */
 #include "config.h"
 
@@ -269,4 +275,65 @@ bool rx_filter_guarded(const struct rx_filter *include,
 	    !match_any(include, family, a, port, &named53))
 		return false;
 	return port != 53 || named53;
+}
+
+/*
+ * The answers form Kleene's three-valued logic, ordered NO < DEPENDS <
+ * YES: "or" is the larger, "and" the smaller, "not" the mirror. It never
+ * turns an unknown into a YES or a NO, so whatever it decides holds for
+ * every address; it may leave DEPENDS where the patterns contradict each
+ * other (an address both included and excluded), which the connect then
+ * decides exactly.
+ */
+static enum rx_filter_answer any_of(enum rx_filter_answer x,
+				    enum rx_filter_answer y)
+{
+	return x > y ? x : y;
+}
+
+static enum rx_filter_answer all_of(enum rx_filter_answer x,
+				    enum rx_filter_answer y)
+{
+	return x < y ? x : y;
+}
+
+static enum rx_filter_answer none_of(enum rx_filter_answer x)
+{
+	return (enum rx_filter_answer)(RX_FILTER_YES - x);
+}
+
+/* Could a pattern of @f match an address at @port? *@named53 likewise for
+ * a pattern that names port 53. */
+static enum rx_filter_answer match_port(const struct rx_filter *f,
+					uint16_t port,
+					enum rx_filter_answer *named53)
+{
+	enum rx_filter_answer any = RX_FILTER_NO;
+	uint32_t i;
+
+	for (i = 0; f && i < f->count; i++) {
+		enum rx_filter_answer m;
+
+		if (f->p[i].port && f->p[i].port != port)
+			continue;
+		m = f->p[i].family == 0 ? RX_FILTER_YES : RX_FILTER_DEPENDS;
+		any = any_of(any, m);
+		if (f->p[i].port == 53 && named53)
+			*named53 = any_of(*named53, m);
+	}
+	return any;
+}
+
+enum rx_filter_answer rx_filter_guarded_port(const struct rx_filter *include,
+					     const struct rx_filter *exclude,
+					     uint16_t port)
+{
+	enum rx_filter_answer named53 = RX_FILTER_NO, in = RX_FILTER_YES;
+
+	if (include && include->count > 0)
+		in = match_port(include, port, &named53);
+	/* The same rule as rx_filter_guarded: not excluded, included, and
+	 * off port 53 unless an include pattern names it. */
+	return all_of(all_of(none_of(match_port(exclude, port, NULL)), in),
+		      port != 53 ? RX_FILTER_YES : named53);
 }

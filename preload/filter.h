@@ -20,8 +20,8 @@
  *
  * Parsing fills a fixed table (RX_FILTER_MAX patterns per list): no
  * allocation, no locale, no global state. Matching is O(patterns) with no
- * allocation and no lock; it runs at admission only, never on the I/O
- * path.
+ * allocation and no lock; it runs at admission only (connect, and the
+ * curl layer's transfers, ADR-240), never on the I/O path.
  */
 #ifndef RESILIX_PRELOAD_FILTER_H
 #define RESILIX_PRELOAD_FILTER_H
@@ -65,5 +65,26 @@ int rx_filter_parse(struct rx_filter *f, const char *text, char *why,
 bool rx_filter_guarded(const struct rx_filter *include,
 		       const struct rx_filter *exclude,
 		       const struct sockaddr *sa, socklen_t len);
+
+/* What the lists say about a destination whose address is not known. */
+enum rx_filter_answer {
+	RX_FILTER_NO = 0,      /* not guarded, whatever the address */
+	RX_FILTER_DEPENDS = 1, /* an address pattern decides */
+	RX_FILTER_YES = 2      /* guarded, whatever the address */
+};
+
+/*
+ * rx_filter_guarded_port - should a call to @port (host order, 1..65535)
+ * on an address not known yet (a host name the program has not resolved)
+ * be guarded under @include and @exclude (either may be NULL or empty)?
+ * Only the patterns that match every address (none, or "*:port") can
+ * decide it; when an address pattern could change the answer, it is
+ * RX_FILTER_DEPENDS, and the connect's address must decide (ADR-240).
+ * YES and NO are what rx_filter_guarded answers for every address at
+ * @port. Thread-safe, async-signal-safe, O(patterns).
+ */
+enum rx_filter_answer rx_filter_guarded_port(const struct rx_filter *include,
+					     const struct rx_filter *exclude,
+					     uint16_t port);
 
 #endif

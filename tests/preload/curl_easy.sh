@@ -72,8 +72,9 @@ if rx_need_curl_client && rx_curl_client_usable; then
 	done
 
 	# --- a curl_off_t option arrives intact: CURLOPT_MAXFILESIZE_LARGE
-	# below the body's size fails the transfer (answered, ADR-153), above
-	# it lets it through --------------------------------------------------
+	# below the body's size fails the transfer after its 200 came (a
+	# success: the status is the verdict, ADR-241), above it lets it
+	# through ------------------------------------------------------------
 	out=$RX_TMP/max.out err=$RX_TMP/max.err
 	rx_dump_on_fail "$out" "$err"
 	rx_shim RESILIX_LOG=debug "$CURL_CLIENT" --maxfilesize 1 --requests 2 \
@@ -81,8 +82,8 @@ if rx_need_curl_client && rx_curl_client_usable; then
 		rx_fail "curl_client exit status $?"
 	rx_assert_eq "max file size 1: CURLE_FILESIZE_EXCEEDED" 2 \
 		"$(awk '$3 == 63' "$out" | wc -l | tr -d ' ')"
-	rx_assert_eq "settled as answered" 2 \
-		"$(grep 'event=settle verdict=answered' "$err" | grep -c 'at=curl')"
+	rx_assert_eq "settled by the 200 that came" 2 \
+		"$(grep 'event=settle verdict=success' "$err" | grep -c 'at=curl')"
 	rx_shim "$CURL_CLIENT" --maxfilesize 100000 --requests 2 \
 		"http://127.0.0.1:$RX_PORT/m" >"$out" 2>"$err" ||
 		rx_fail "curl_client exit status $?"

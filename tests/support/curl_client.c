@@ -6,7 +6,9 @@
  *   curl_client [--mode easy|multi] [--threads N] [--requests N]
  *               [--parallel N] [--method M] [--insecure] [--errbuf]
  *               [--fresh] [--dup] [--reset] [--timeout-ms N]
- *               [--maxfilesize N] [--cainfo-blob FILE] URL...
+ *               [--maxfilesize N] [--cainfo-blob FILE] [--refuse-body]
+ *               [--unix-socket PATH | --abstract-unix-socket NAME]
+ *               [--unix-until K] URL...
  *
  *   --mode easy     curl_easy_perform (the default); multi: one multi
  *                   handle running --parallel transfers at once
@@ -26,6 +28,18 @@
  *   --maxfilesize N CURLOPT_MAXFILESIZE_LARGE (a curl_off_t option)
  *   --cainfo-blob F trust the certificate in F, passed in memory with
  *                   CURLOPT_CAINFO_BLOB (a blob option)
+ *   --refuse-body   the write callback takes no byte of the body, so a
+ *                   transfer whose answer has one ends in
+ *                   CURLE_WRITE_ERROR after its status came
+ *   --unix-socket P connect to the Unix socket P
+ *                   (CURLOPT_UNIX_SOCKET_PATH), the URL's host and port
+ *                   being only names in the request
+ *   --abstract-unix-socket N  the same, the abstract socket N
+ *                   (CURLOPT_ABSTRACT_UNIX_SOCKET)
+ *   --unix-until K  only transfers i < K go over that socket, the later
+ *                   ones over TCP: with --reset or a new handle they are
+ *                   set without the option, on a reused handle the
+ *                   option is set to NULL before transfer K
  *   --fork-stress N no transfers: 2 threads set options on their handles
  *                   in a loop while the main thread forks N children
  *                   that each set an option on a third and exit; prints
@@ -42,6 +56,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +68,12 @@
 static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
-static int insecure, use_errbuf, fresh, dup_mode, reset_mode;
+static int insecure, use_errbuf, fresh, dup_mode, reset_mode, refuse_body;
 static long timeout_ms = 10000;
 static curl_off_t maxfilesize = -1;
+static const char *unix_path;
+static CURLoption unix_option = CURLOPT_UNIX_SOCKET_PATH;
+static int unix_until = -1; /* -1: every transfer */
 static struct curl_blob cainfo;
 static char **urls;
 static int nurls;
@@ -73,12 +91,19 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p;
 	(void)arg;
-	return size * n;
+	return refuse_body ? 0 : size * n;
 }
 
-static void set_options(CURL *h, const char *url, char *errbuf)
+static bool over_unix(int i)
+{
+	return unix_path && (unix_until < 0 || i < unix_until);
+}
+
+static void set_options(CURL *h, const char *url, char *errbuf, int i)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (over_unix(i))
+		curl_easy_setopt(h, unix_option, unix_path);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -126,7 +151,7 @@ static void *easy_thread(void *arg)
 		if (dup_mode) {
 			if (!tmpl)
 				tmpl = curl_easy_init();
-			set_options(tmpl, url, use_errbuf ? errbuf : NULL);
+			set_options(tmpl, url, use_errbuf ? errbuf : NULL, i);
 			if (h)
 				curl_easy_cleanup(h);
 			h = curl_easy_duphandle(tmpl);
@@ -134,12 +159,14 @@ static void *easy_thread(void *arg)
 			if (h)
 				curl_easy_cleanup(h);
 			h = curl_easy_init();
-			set_options(h, url, use_errbuf ? errbuf : NULL);
+			set_options(h, url, use_errbuf ? errbuf : NULL, i);
 		} else if (reset_mode) {
 			curl_easy_reset(h);
-			set_options(h, url, use_errbuf ? errbuf : NULL);
+			set_options(h, url, use_errbuf ? errbuf : NULL, i);
 		} else {
 			curl_easy_setopt(h, CURLOPT_URL, url);
+			if (unix_path && i == unix_until)
+				curl_easy_setopt(h, unix_option, NULL);
 		}
 		t0 = now_us();
 		rc = curl_easy_perform(h);
@@ -178,7 +205,7 @@ static void run_multi(void)
 			s->i = next;
 			s->h = curl_easy_init();
 			set_options(s->h, urls[next % nurls],
-				    use_errbuf ? s->errbuf : NULL);
+				    use_errbuf ? s->errbuf : NULL, next);
 			curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
 			s->t0 = now_us();
 			curl_multi_add_handle(m, s->h);
@@ -267,7 +294,9 @@ static int usage(void)
 			"[--requests N] [--parallel N] [--method M] "
 			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
-			"[--cainfo-blob FILE] URL...\n");
+			"[--cainfo-blob FILE] [--refuse-body] "
+			"[--unix-socket PATH | --abstract-unix-socket NAME] "
+			"[--unix-until K] URL...\n");
 	return 2;
 }
 
@@ -290,6 +319,8 @@ int main(int argc, char **argv)
 			dup_mode = 1;
 		else if (strcmp(o, "--reset") == 0)
 			reset_mode = 1;
+		else if (strcmp(o, "--refuse-body") == 0)
+			refuse_body = 1;
 		else if (!v)
 			return usage();
 		else if (strcmp(o, "--mode") == 0)
@@ -306,6 +337,16 @@ int main(int argc, char **argv)
 			timeout_ms = atol(v), i++;
 		else if (strcmp(o, "--fork-stress") == 0)
 			stress = atoi(v), i++;
+		else if (strcmp(o, "--unix-socket") == 0) {
+			unix_path = v;
+			unix_option = CURLOPT_UNIX_SOCKET_PATH;
+			i++;
+		} else if (strcmp(o, "--abstract-unix-socket") == 0) {
+			unix_path = v;
+			unix_option = CURLOPT_ABSTRACT_UNIX_SOCKET;
+			i++;
+		} else if (strcmp(o, "--unix-until") == 0)
+			unix_until = atoi(v), i++;
 		else if (strcmp(o, "--maxfilesize") == 0)
 			maxfilesize = (curl_off_t)atoll(v), i++;
 		else if (strcmp(o, "--cainfo-blob") == 0) {

@@ -7,12 +7,17 @@ TLS with a self-signed certificate, which the C upstream does not.
 Usage:
   pyupstream.py --port-file F --log F [--tls CERT KEY] [--max-seconds S]
                 [--rule PREFIX=STATUS ...] [--default STATUS]
+                [--location URL] [--unix PATH]
 
   --rule /payments=500   requests whose path starts with /payments get 500
                          (first matching rule wins; query strings are part
                          of the path as sent)
   --default STATUS       everything else, default 200
   429 and 503 carry "Retry-After: 1".
+  --location URL         3xx answers carry "Location: URL" (a redirect)
+  --unix PATH            listen on this Unix socket instead of TCP (a
+                         leading '@' makes it abstract); the port file
+                         then says 0
 
 Log: one line per request, flushed: "<ms since start> <method> <path>
 <status>" - the same columns as tests/support/upstream, so lib.sh's
@@ -25,6 +30,7 @@ and still applying --rule first (so a test can make the server fail).
 import argparse
 import http.server
 import os
+import socketserver
 import ssl
 import subprocess
 import sys
@@ -41,6 +47,8 @@ def main():
     ap.add_argument("--default", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=60)
     ap.add_argument("--git-root")
+    ap.add_argument("--location")
+    ap.add_argument("--unix")
     args = ap.parse_args()
 
     rules = []
@@ -76,6 +84,8 @@ def main():
             self.send_response(status)
             if status in (429, 503):
                 self.send_header("Retry-After", "1")
+            if args.location and 300 <= status <= 399:
+                self.send_header("Location", args.location)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -129,14 +139,30 @@ def main():
     class Server(http.server.ThreadingHTTPServer):
         daemon_threads = True
 
-    srv = Server(("127.0.0.1", 0), Handler)
+    class UnixServer(socketserver.ThreadingUnixStreamServer):
+        daemon_threads = True
+
+    if args.unix:
+        path = args.unix
+        if path.startswith("@"):
+            path = "\0" + path[1:]
+        else:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        # BaseHTTPRequestHandler reads client_address[0] to log; a Unix
+        # peer has no address, and logging is off anyway.
+        srv = UnixServer(path, Handler)
+    else:
+        srv = Server(("127.0.0.1", 0), Handler)
     if args.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(args.tls[0], args.tls[1])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
-        f.write("%d\n" % srv.server_address[1])
+        f.write("%d\n" % (0 if args.unix else srv.server_address[1]))
     os.rename(tmp, args.port_file)
     threading.Timer(args.max_seconds, lambda: os._exit(0)).start()
     try:

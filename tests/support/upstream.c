@@ -49,6 +49,20 @@
  *                      hang                      read the request and never
  *                                                answer (until the client
  *                                                closes or the phase ends)
+ *                      stream:EVERY_MS[:CHUNKS]  200 at once, with the
+ *                                                first chunk of its body,
+ *                                                then one chunk every
+ *                                                EVERY_MS: CHUNKS chunks
+ *                                                of "data: tick\n\n" in
+ *                                                all (default 1000), as
+ *                                                Content-Length says; a
+ *                                                stream or a slow body.
+ *                                                The connection ends when
+ *                                                the client goes away
+ *                      continue                  an interim "100 Continue"
+ *                                                at once, then the body is
+ *                                                read and never answered
+ *                                                (as hang); logged as 100
  *                    Default: 0:ok:0. The phase of a request is the one in
  *                    force when its header arrives.
  *   --capacity N     serve at most N requests at once; the others wait in a
@@ -100,7 +114,16 @@
 #define IDLE_MS 60000
 #define TICK_MS 10
 
-enum mode { M_OK, M_STATUS, M_MIX, M_REFUSE, M_RESET, M_HANG };
+enum mode {
+	M_OK,
+	M_STATUS,
+	M_MIX,
+	M_REFUSE,
+	M_RESET,
+	M_HANG,
+	M_STREAM,
+	M_CONTINUE
+};
 
 struct phase {
 	long duration_ms;
@@ -109,6 +132,8 @@ struct phase {
 	int code;
 	long lat_ms;
 	int pct;
+	long chunks;	      /* stream: chunks of the body */
+	long every_ms;	      /* stream: between two chunks */
 	unsigned long served; /* requests of this phase so far (mix) */
 };
 
@@ -237,6 +262,16 @@ static void parse_phases(const char *spec)
 			p->mode = M_RESET;
 		} else if (!strcmp(f[1], "hang") && n == 2) {
 			p->mode = M_HANG;
+		} else if (!strcmp(f[1], "stream")) {
+			if (n < 3 || n > 4)
+				die("stream wants EVERY_MS[:CHUNKS]");
+			p->mode = M_STREAM;
+			p->every_ms = parse_long(f[2], "interval", 1, 3600000);
+			p->chunks =
+			    n == 4 ? parse_long(f[3], "chunks", 1, 100000000)
+				   : 1000;
+		} else if (!strcmp(f[1], "continue") && n == 2) {
+			p->mode = M_CONTINUE;
 		} else {
 			die("unknown phase mode '%s'", f[1]);
 		}
@@ -290,18 +325,20 @@ static const char *reason(int code)
 	}
 }
 
-static void write_all(int fd, const char *buf, size_t len)
+/* Sends all of buf; -1 when the connection failed first. */
+static int write_all(int fd, const char *buf, size_t len)
 {
 	while (len > 0) {
 		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return -1;
 		}
 		buf += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 static void log_line(int fd, const char *fmt, ...)
@@ -497,6 +534,15 @@ static void *conn_main(void *arg)
 			body = atol(val);
 		if (body < 0)
 			body = 0;
+		if (p->mode == M_CONTINUE) {
+			/* Before the body: the client waits for it to send
+			 * one. */
+			static const char c100[] =
+			    "HTTP/1.1 100 Continue\r\n\r\n";
+
+			log_line(log_fd, "%ld %s %s 100\n", t, method, path);
+			write_all(fd, c100, sizeof c100 - 1);
+		}
 		/* Drop the header; read and discard the body. */
 		memmove(buf, buf + hlen, len - hlen);
 		len -= hlen;
@@ -523,8 +569,10 @@ static void *conn_main(void *arg)
 			rst = 1;
 			goto out;
 		}
-		if (p->mode == M_HANG) {
-			log_line(log_fd, "%ld %s %s hang\n", t, method, path);
+		if (p->mode == M_HANG || p->mode == M_CONTINUE) {
+			if (p->mode == M_HANG)
+				log_line(log_fd, "%ld %s %s hang\n", t, method,
+					 path);
 			/*
 			 * Hold the connection until the client closes it or
 			 * the phase ends (then close it: the client sees EOF).
@@ -533,7 +581,7 @@ static void *conn_main(void *arg)
 				struct pollfd hp = {fd, POLLIN, 0};
 				ssize_t n;
 				if (stopping ||
-				    phases[phase_at(now_ms())].mode != M_HANG)
+				    phases[phase_at(now_ms())].mode != p->mode)
 					goto out;
 				if (poll(&hp, 1, 50) <= 0)
 					continue;
@@ -555,6 +603,37 @@ static void *conn_main(void *arg)
 				   : 200;
 		}
 		log_line(log_fd, "%ld %s %s %d\n", t, method, path, code);
+
+		if (p->mode == M_STREAM) {
+			static const char chunk[] = "data: tick\n\n";
+			const size_t clen = sizeof chunk - 1;
+			long k;
+
+			rlen = snprintf(resp, sizeof resp,
+					"HTTP/1.1 200 OK\r\n"
+					"Content-Type: text/event-stream\r\n"
+					"Content-Length: %ld\r\n"
+					"Connection: %s\r\n\r\n",
+					strcmp(method, "HEAD")
+					    ? p->chunks * (long)clen
+					    : 0L,
+					keep ? "keep-alive" : "close");
+			if (write_all(fd, resp, (size_t)rlen) != 0)
+				goto out;
+			for (k = 0; strcmp(method, "HEAD") && k < p->chunks;
+			     k++) {
+				if (k > 0)
+					sleep_ms(p->every_ms);
+				if (stopping || write_all(fd, chunk, clen) != 0)
+					goto out;
+			}
+			if (!keep) {
+				shutdown(fd, SHUT_WR);
+				break;
+			}
+			idle_since = now_ms();
+			continue;
+		}
 
 		capacity_acquire();
 		sleep_ms(p->lat_ms);
@@ -649,7 +728,7 @@ static void usage(void)
 	      "\n                [--max-seconds S] [--verbose]\n"
 	      "SPEC: DURATION_MS:MODE[:ARG...],... with MODE one of ok[:LAT], "
 	      "status:CODE[:LAT],\n      slow:LAT, mix:PCT:CODE:LAT, refuse, "
-	      "reset, hang\n"
+	      "reset, hang,\n      stream:EVERY_MS[:CHUNKS], continue\n"
 	      "--max-seconds: exit after S seconds (default 300), so a "
 	      "forgotten upstream never outlives a test\n",
 	      stderr);

@@ -4,6 +4,8 @@
  * libcurl's headers are installed, every ABI number of curl_abi.h against
  * the real curl/curl.h.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "../support/cunit_main.h"
@@ -105,6 +107,59 @@ static void test_abandonment(void)
 			RX_REJECTED);
 }
 
+/* Once the final status came, the error that ended the transfer later
+ * (a timeout cutting a stream, a write error, a short body, an abort)
+ * does not change the verdict: the call ended at its first byte
+ * (ADR-241). Interim statuses are not an answer. */
+static void test_answer_then_error(void)
+{
+	static const int after[] = {
+	    RX_CURLE_OPERATION_TIMEDOUT,  RX_CURLE_WRITE_ERROR,
+	    RX_CURLE_PARTIAL_FILE,	  RX_CURLE_ABORTED_BY_CALLBACK,
+	    RX_CURLE_RECV_ERROR,	  RX_CURLE_HTTP2_STREAM,
+	    RX_CURLE_BAD_CONTENT_ENCODING};
+	size_t i;
+
+	for (i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 200, true, true),
+				RX_SUCCESS);
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 500, true, false),
+				RX_TRANSIENT);
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 404, true, false),
+				RX_ANSWERED);
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 503, true, false),
+				RX_OVERLOAD);
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 504, true, false),
+				RX_TIMEOUT);
+		CU_ASSERT_EQUAL(rx__curl_verdict(after[i], 101, true, false),
+				RX_SUCCESS);
+	}
+	/* 100 Continue, 103 Early Hints: the code decides. */
+	CU_ASSERT_EQUAL(
+	    rx__curl_verdict(RX_CURLE_OPERATION_TIMEDOUT, 100, true, false),
+	    RX_TIMEOUT);
+	CU_ASSERT_EQUAL(
+	    rx__curl_verdict(RX_CURLE_WRITE_ERROR, 103, true, false),
+	    RX_REJECTED);
+	CU_ASSERT_EQUAL(
+	    rx__curl_verdict(RX_CURLE_ABORTED_BY_CALLBACK, 100, true, true),
+	    RX_TIMEOUT);
+	/* Not HTTP: the reply code is not a status; the code decides. */
+	CU_ASSERT_EQUAL(
+	    rx__curl_verdict(RX_CURLE_OPERATION_TIMEDOUT, 150, false, false),
+	    RX_TIMEOUT);
+	CU_ASSERT_EQUAL(
+	    rx__curl_verdict(RX_CURLE_REMOTE_FILE_NOT_FOUND, 550, false, false),
+	    RX_ANSWERED);
+	CU_ASSERT_TRUE(rx__curl_final_status(101));
+	CU_ASSERT_TRUE(rx__curl_final_status(200));
+	CU_ASSERT_TRUE(rx__curl_final_status(999));
+	CU_ASSERT_FALSE(rx__curl_final_status(0));
+	CU_ASSERT_FALSE(rx__curl_final_status(100));
+	CU_ASSERT_FALSE(rx__curl_final_status(199));
+	CU_ASSERT_FALSE(rx__curl_final_status(1000));
+}
+
 static void test_unknown_codes_are_transient(void)
 {
 	CU_ASSERT_EQUAL(rx__curl_verdict(100, 0, true, false), RX_TRANSIENT);
@@ -166,6 +221,35 @@ static void test_url_without_scheme(void)
 	CU_ASSERT_EQUAL(u.port, 443);
 }
 
+/* An address literal is kept as an address, for the filters (ADR-240);
+ * anything inet_pton does not read is a name. */
+static void test_url_literal(void)
+{
+	static const uint8_t v4[4] = {127, 0, 0, 1};
+	static const uint8_t v6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+				       0, 0, 0, 0, 0, 0, 0, 1};
+	struct rx_curl_url u;
+
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://127.0.0.1:8080/x", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET);
+	CU_ASSERT_EQUAL(memcmp(u.addr, v4, 4), 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://[::1]:8080/x", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET6);
+	CU_ASSERT_EQUAL(memcmp(u.addr, v6, 16), 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("u@[::FFFF:10.0.0.1]/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, AF_INET6);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://localhost:8080/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(rx__curl_parse_url("http://127.1/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(
+	    rx__curl_parse_url("http://[fe80::1%25eth0]/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+	CU_ASSERT_TRUE(
+	    rx__curl_parse_url("http://10.0.0.1.example/", NULL, &u));
+	CU_ASSERT_EQUAL(u.family, 0);
+}
+
 static void test_url_refused(void)
 {
 	struct rx_curl_url u;
@@ -193,6 +277,7 @@ static void test_abi_matches_curl_h(void)
 	CU_ASSERT_EQUAL(RX_CURLOPT_NOBODY, CURLOPT_NOBODY);
 	CU_ASSERT_EQUAL(RX_CURLOPT_UPLOAD, CURLOPT_UPLOAD);
 	CU_ASSERT_EQUAL(RX_CURLOPT_POST, CURLOPT_POST);
+	CU_ASSERT_EQUAL(RX_CURLOPT_FOLLOWLOCATION, CURLOPT_FOLLOWLOCATION);
 	CU_ASSERT_EQUAL(RX_CURLOPT_PUT, 54); /* deprecated in curl.h */
 	CU_ASSERT_EQUAL(RX_CURLOPT_HTTPGET, CURLOPT_HTTPGET);
 	CU_ASSERT_EQUAL(RX_CURLOPT_URL, CURLOPT_URL);
@@ -202,6 +287,9 @@ static void test_abi_matches_curl_h(void)
 	CU_ASSERT_EQUAL(RX_CURLOPT_CUSTOMREQUEST, CURLOPT_CUSTOMREQUEST);
 	CU_ASSERT_EQUAL(RX_CURLOPT_COPYPOSTFIELDS, CURLOPT_COPYPOSTFIELDS);
 	CU_ASSERT_EQUAL(RX_CURLOPT_DEFAULT_PROTOCOL, CURLOPT_DEFAULT_PROTOCOL);
+	CU_ASSERT_EQUAL(RX_CURLOPT_UNIX_SOCKET_PATH, CURLOPT_UNIX_SOCKET_PATH);
+	CU_ASSERT_EQUAL(RX_CURLOPT_ABSTRACT_UNIX_SOCKET,
+			CURLOPT_ABSTRACT_UNIX_SOCKET);
 	CU_ASSERT_EQUAL(RX_CURLOPT_MIMEPOST, CURLOPT_MIMEPOST);
 	CU_ASSERT_EQUAL(RX_CURLOPT_CURLU, CURLOPT_CURLU);
 	CU_ASSERT_EQUAL(RX_CURLINFO_RESPONSE_CODE, CURLINFO_RESPONSE_CODE);
@@ -250,10 +338,12 @@ int main(void)
 	     test_failonerror_reads_the_status},
 	    {"the issue's minimum table", test_issue_minimum_table},
 	    {"abandonment", test_abandonment},
+	    {"an answer, then an error", test_answer_then_error},
 	    {"unknown codes are transient", test_unknown_codes_are_transient},
 	    {"URL default ports", test_url_default_ports},
 	    {"URL parts", test_url_parts},
 	    {"URL without a scheme", test_url_without_scheme},
+	    {"URL hosts that are address literals", test_url_literal},
 	    {"URLs left to the socket layer", test_url_refused},
 	    {"ABI numbers match curl/curl.h", test_abi_matches_curl_h},
 	    {NULL, NULL}};

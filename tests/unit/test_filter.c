@@ -1,7 +1,9 @@
 /*
  * test_filter.c - RESILIX_INCLUDE / RESILIX_EXCLUDE patterns (preload/
  * filter.c, ADR-143): what parses, what is refused and why, and which
- * destinations are guarded, IPv4 and IPv6, port 53 included.
+ * destinations are guarded, IPv4 and IPv6, port 53 included; and what
+ * the lists say about a port whose address is not known yet (a curl
+ * transfer to a host name, ADR-240).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -186,6 +188,86 @@ static void test_ports(void)
 	CU_ASSERT_FALSE(guarded("*:80", "127.0.0.1", "127.0.0.1", 80));
 }
 
+/* The answer for @port on an address not known, under @inc and @exc. */
+static enum rx_filter_answer by_port(const char *inc, const char *exc, int port)
+{
+	struct rx_filter fi, fe;
+	char why[160];
+
+	if (inc)
+		CU_ASSERT_EQUAL_FATAL(rx_filter_parse(&fi, inc, why, 160), 0);
+	if (exc)
+		CU_ASSERT_EQUAL_FATAL(rx_filter_parse(&fe, exc, why, 160), 0);
+	return rx_filter_guarded_port(inc ? &fi : NULL, exc ? &fe : NULL,
+				      (uint16_t)port);
+}
+
+static void test_port_only(void)
+{
+	/* No list: every port but DNS. */
+	CU_ASSERT_EQUAL(by_port(NULL, NULL, 80), RX_FILTER_YES);
+	CU_ASSERT_EQUAL(by_port(NULL, NULL, 53), RX_FILTER_NO);
+	/* "*:port" decides alone. */
+	CU_ASSERT_EQUAL(by_port(NULL, "*:8080", 8080), RX_FILTER_NO);
+	CU_ASSERT_EQUAL(by_port(NULL, "*:8080", 8081), RX_FILTER_YES);
+	CU_ASSERT_EQUAL(by_port("*:8080", NULL, 8080), RX_FILTER_YES);
+	CU_ASSERT_EQUAL(by_port("*:8080", NULL, 8081), RX_FILTER_NO);
+	CU_ASSERT_EQUAL(by_port("*:53", NULL, 53), RX_FILTER_YES);
+	/* An address pattern that could match leaves it to the address. */
+	CU_ASSERT_EQUAL(by_port(NULL, "127.0.0.1:8080", 8080),
+			RX_FILTER_DEPENDS);
+	CU_ASSERT_EQUAL(by_port(NULL, "127.0.0.0/8", 8080), RX_FILTER_DEPENDS);
+	CU_ASSERT_EQUAL(by_port("10.0.0.0/8", NULL, 8080), RX_FILTER_DEPENDS);
+	CU_ASSERT_EQUAL(by_port("127.0.0.1:53", NULL, 53), RX_FILTER_DEPENDS);
+	/* One that cannot match (another port) does not. */
+	CU_ASSERT_EQUAL(by_port(NULL, "127.0.0.1:8080", 8081), RX_FILTER_YES);
+	CU_ASSERT_EQUAL(by_port("10.0.0.0/8:443", NULL, 80), RX_FILTER_NO);
+	CU_ASSERT_EQUAL(by_port("127.0.0.0/8", NULL, 53), RX_FILTER_NO);
+	/* A decided exclusion wins over anything the include may say... */
+	CU_ASSERT_EQUAL(by_port("10.0.0.0/8", "*:80", 80), RX_FILTER_NO);
+	/* ...and a decided inclusion still depends on the exclusions. */
+	CU_ASSERT_EQUAL(by_port("*:80", "10.0.0.0/8", 80), RX_FILTER_DEPENDS);
+	CU_ASSERT_EQUAL(by_port("*:80, 10.0.0.0/8", NULL, 80), RX_FILTER_YES);
+}
+
+/* Whatever the port-only answer decides holds for every address: checked
+ * against rx_filter_guarded over lists, ports and addresses. */
+static void test_port_only_agrees(void)
+{
+	static const char *lists[] = {NULL,
+				      "*:80",
+				      "*:53",
+				      "127.0.0.1",
+				      "127.0.0.1:80",
+				      "10.0.0.0/8",
+				      "10.0.0.0/8:53",
+				      "[::1]:80",
+				      "::/0",
+				      "*:80,10.0.0.0/8",
+				      "0.0.0.0/0:80"};
+	static const char *addrs[] = {"127.0.0.1", "10.1.2.3", "192.0.2.1",
+				      "::1", "2001:db8::1"};
+	static const int ports[] = {80, 53, 8080};
+	const size_t nl = sizeof(lists) / sizeof(lists[0]);
+
+	for (size_t i = 0; i < nl; i++) {
+		for (size_t x = 0; x < nl; x++) {
+			for (size_t p = 0; p < 3; p++) {
+				enum rx_filter_answer a =
+				    by_port(lists[i], lists[x], ports[p]);
+
+				if (a == RX_FILTER_DEPENDS)
+					continue;
+				for (size_t k = 0; k < 5; k++)
+					CU_ASSERT_EQUAL(
+					    guarded(lists[i], lists[x],
+						    addrs[k], ports[p]),
+					    a == RX_FILTER_YES);
+			}
+		}
+	}
+}
+
 static void test_not_ip(void)
 {
 	struct sockaddr sa;
@@ -205,6 +287,8 @@ int main(void)
 	    {"IPv4 CIDR", test_cidr_v4},
 	    {"IPv6 CIDR", test_cidr_v6},
 	    {"ports", test_ports},
+	    {"port only (a host name)", test_port_only},
+	    {"port only agrees with every address", test_port_only_agrees},
 	    {"not an IP destination", test_not_ip},
 	    {NULL, NULL}};
 
