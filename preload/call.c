@@ -517,15 +517,19 @@ static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 
 /*
  * A signal handler ran while a caller waited for a limiter slot: would the
- * real call have failed with EINTR? It would, unless that handler was
- * installed with SA_RESTART (signal(7): connect and write are restarted
- * then). The kernel does not say which signal it was, so: EINTR when a
- * signal this thread does not block has a handler without SA_RESTART
- * (ADR-223). Up to 64 sigaction calls, on this rare path only.
+ * real call have been interrupted? Not if that handler was installed with
+ * SA_RESTART (signal(7): connect and write are restarted then). The kernel
+ * does not say which signal it was, so the wait ends only when no signal
+ * this thread can receive has a handler with SA_RESTART - whichever of
+ * them ran, the real call would have been interrupted (ADR-223). A
+ * program that mixes the two keeps waiting: a spurious interruption is
+ * worse than a wait the queue timeout bounds. Up to 64 sigaction calls,
+ * on this rare path only.
  */
-static bool eintr_wanted(void)
+static bool interrupt_wanted(void)
 {
 	struct sigaction sa;
+	bool handled = false;
 	sigset_t mask;
 	int s;
 
@@ -533,18 +537,19 @@ static bool eintr_wanted(void)
 		return false;
 	for (s = 1; s < NSIG; s++) {
 		if (s == SIGKILL || s == SIGSTOP || sigismember(&mask, s) == 1 ||
-		    sigaction(s, NULL, &sa) != 0)
+		    sigaction(s, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+		    sa.sa_handler == SIG_IGN)
 			continue;
-		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
-		    !(sa.sa_flags & SA_RESTART))
-			return true;
+		if (sa.sa_flags & SA_RESTART)
+			return false;
+		handled = true;
 	}
-	return false;
+	return handled;
 }
 
 /* The errno a refusal gives the caller (ADR-223): ECONNREFUSED, or EINTR
- * when a signal ended its wait for a limiter slot. Per thread; read once
- * by rx__refusal_errno. */
+ * when a signal ended a send's wait for a limiter slot. Per thread; read
+ * once by rx__refusal_errno. */
 static __thread int refusal_errno;
 
 int rx__refusal_errno(void)
@@ -653,13 +658,20 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 				   left < WAIT_SLICE_MS * RX_NS_PER_MS
 				       ? left
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
-		    fd >= 0 && eintr_wanted()) { /* fd < 0: libcurl's */
+		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
 			rx__lock(l);
 			rx_guard_cancel_wait(g, place, false);
 			rx__unlock(l);
 			wake_waiters(kw);
 			*now = now_ns();
-			refusal_errno = EINTR;
+			/* A send interrupted before any byte went fails with
+			 * EINTR. A connect interrupted so would go on in the
+			 * background (POSIX), and a program then waits for it
+			 * to complete - but this one never started: it is
+			 * refused, at the program's deadline. */
+			refusal_errno = strcmp(where, "connect") == 0
+					    ? ECONNREFUSED
+					    : EINTR;
 			rx__log(RX_LOG_DEBUG,
 				"key=%s event=wait-interrupted waited_ms=%llu "
 				"at=%s",

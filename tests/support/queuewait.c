@@ -11,6 +11,9 @@
  *   sndtimeo        SO_SNDTIMEO of 200 ms on the socket
  *   alarm           SIGALRM every 200 ms, handler without SA_RESTART
  *   alarm-restart   SIGALRM every 200 ms, handler with SA_RESTART
+ *   alarm-mixed     alarm-restart, and a SIGUSR1 handler without it
+ *   write-alarm     alarm, on the first write of a kept-alive
+ *                   connection's second request instead of a connect
  * (every 200 ms, not once: a signal that lands before the wait starts,
  * on a loaded machine, interrupts nothing, as it would not interrupt the
  * real connect either)
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,21 +69,62 @@ static double ms_since(const struct timespec *t0)
 	       (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* Bound the next call as @mode says (see the top of this file). */
+static void arm(int fd, const char *mode)
+{
+	struct sigaction sa;
+	struct itimerval it = {{0, 200000}, {0, 200000}};
+	struct timeval tv = {0, 200000};
+
+	if (strcmp(mode, "sndtimeo") == 0) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		return;
+	}
+	if (strcmp(mode, "none") == 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = strcmp(mode, "alarm-restart") == 0 ||
+			      strcmp(mode, "alarm-mixed") == 0
+			  ? SA_RESTART
+			  : 0;
+	sigaction(SIGALRM, &sa, NULL);
+	if (strcmp(mode, "alarm-mixed") == 0) {
+		/* Another handler, without SA_RESTART, that never fires. */
+		sa.sa_flags = 0;
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 int main(int argc, char **argv)
 {
+	static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 	struct sockaddr_in sin;
 	struct timespec t0;
 	pthread_t t;
 	const char *mode;
-	int fd, rc, e;
+	char buf[256];
+	bool write_mode;
+	int fd = -1, rc, e;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: queuewait PORT "
-				"sndtimeo|alarm|alarm-restart|none\n");
+		fprintf(stderr, "usage: queuewait PORT sndtimeo|alarm|"
+				"alarm-restart|alarm-mixed|write-alarm|none\n");
 		return 2;
 	}
 	port = atoi(argv[1]);
 	mode = argv[2];
+	write_mode = strncmp(mode, "write-", 6) == 0;
+	if (write_mode) {
+		/* A kept-alive connection with one answered request: its
+		 * next request is a new call, admitted at its first write. */
+		mode += 6;
+		fd = rx_dial(port);
+		if (fd < 0 || write(fd, req, sizeof(req) - 1) < 0 ||
+		    read(fd, buf, sizeof(buf)) <= 0)
+			return 1;
+	}
 	sin = rx_loopback(port);
 	if (pthread_create(&t, NULL, hold, NULL) != 0)
 		return 1;
@@ -87,26 +132,16 @@ int main(int argc, char **argv)
 	     i++)
 		usleep(10000);
 	usleep(50000); /* its request on the way */
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (!write_mode)
+		fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
 		return 1;
-	if (strcmp(mode, "sndtimeo") == 0) {
-		struct timeval tv = {0, 200000};
-
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	} else if (strncmp(mode, "alarm", 5) == 0) {
-		struct sigaction sa;
-		struct itimerval it = {{0, 200000}, {0, 200000}};
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
-		sa.sa_flags =
-		    strcmp(mode, "alarm-restart") == 0 ? SA_RESTART : 0;
-		sigaction(SIGALRM, &sa, NULL);
-		setitimer(ITIMER_REAL, &it, NULL);
-	}
+	arm(fd, mode);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (write_mode)
+		rc = write(fd, req, sizeof(req) - 1) < 0 ? -1 : 0;
+	else
+		rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
 	e = errno;
 	setitimer(ITIMER_REAL, &(struct itimerval){{0, 0}, {0, 0}}, NULL);
 	printf("%d %s %.0f %d\n", rc, rc == 0 ? "OK" : strerrorname_np(e),
