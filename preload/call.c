@@ -502,7 +502,6 @@ static void wake_waiters(struct key_wait *kw)
 	errno = saved;
 }
 
-/* Sleep until @kw's word moves from @seq, a wake-up, a signal, or @ns. */
 /* Sleep until woken or @ns pass. Returns false when a signal handler ran
  * (EINTR). */
 static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
@@ -545,6 +544,32 @@ static bool interrupt_wanted(void)
 		handled = true;
 	}
 	return handled;
+}
+
+/* The place this thread waits in, while it waits (ADR-226): a jump out
+ * of the wait (siglongjmp from a signal handler) gives it up. */
+static RX_TLS struct {
+	struct rx_guard *g;
+	uint64_t place;
+} waiting;
+
+void rx__jumped(void)
+{
+	struct rx_guard *g = waiting.g;
+	struct rx_lock *l;
+
+	rx__inside = 0;
+	if (!g)
+		return;
+	waiting.g = NULL;
+	/* A try: the jump may come from a handler that interrupted this
+	 * thread while it held the lock; the place then stays taken. */
+	l = guard_lock(g);
+	if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+		return;
+	rx_guard_cancel_wait(g, waiting.place, false);
+	rx__unlock(l);
+	wake_waiters(key_wait_of(g));
 }
 
 /* The errno a refusal gives the caller (ADR-223): ECONNREFUSED, or EINTR
@@ -616,6 +641,10 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 	if (own_ns > 0 && start + own_ns < deadline)
 		deadline = start + own_ns;
 
+	/* Every end of the place below clears this under the guard's lock,
+	 * and rx__jumped only tries that lock: a place ends once. */
+	waiting.place = place;
+	waiting.g = g;
 	for (;;) {
 		uint32_t seq =
 		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
@@ -625,6 +654,8 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		rx__lock(l);
 		watch_begin(&w, g, *now);
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
+		if (d != RX_QUEUE)
+			waiting.g = NULL; /* the place ended */
 		watch_end(&w, g, *now);
 		rx__unlock(l);
 		watch_report(&w, g, *now);
@@ -646,6 +677,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		}
 		if (*now >= deadline) {
 			rx__lock(l);
+			waiting.g = NULL;
 			rx_guard_cancel_wait(g, place, true);
 			rx__unlock(l);
 			wake_waiters(kw);
@@ -660,6 +692,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
 		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
 			rx__lock(l);
+			waiting.g = NULL;
 			rx_guard_cancel_wait(g, place, false);
 			rx__unlock(l);
 			wake_waiters(kw);
@@ -2246,6 +2279,7 @@ static int init_once(void)
 	int rc;
 
 	rx__symbols_resolve();
+	rx__jump_bind();
 	/* A secure-execution process (setuid, setgid, file capabilities;
 	 * reached only through /etc/ld.so.preload or dlopen, since ld.so
 	 * ignores LD_PRELOAD there) passes through without reading the

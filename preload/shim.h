@@ -497,6 +497,18 @@ enum rx_op_decision {
  */
 int rx__refusal_errno(void);
 
+/*
+ * rx__jumped - this thread is about to longjmp/siglongjmp (jump.c),
+ * perhaps out of a wrapped call a signal interrupted: clear rx__inside and
+ * give up a limiter place the thread waits in (a try of the guard's lock;
+ * the place stays taken when the lock is held). Async-signal-safe: no
+ * allocation, no blocking lock, one futex wake (ADR-226).
+ */
+void rx__jumped(void);
+
+/* rx__jump_bind - resolve the real jump functions (start-up). */
+void rx__jump_bind(void);
+
 /* One in-progress operation on a tracked fd, on the caller's stack. */
 struct rx_op {
 	int fd;

@@ -19,12 +19,14 @@ expected="__close
 __connect
 __dup2
 __fcntl
+__longjmp_chk
 __read
 __read_chk
 __recv_chk
 __recvfrom_chk
 __send
 __write
+_longjmp
 accept
 accept4
 close
@@ -44,6 +46,7 @@ fcntl
 fcntl64
 getaddrinfo
 getsockopt
+longjmp
 preadv2
 preadv64v2
 pwritev2
@@ -61,6 +64,7 @@ sendmmsg
 sendmsg
 sendto
 shutdown
+siglongjmp
 socket
 splice
 write

@@ -1,0 +1,72 @@
+/*
+ * preload/jump.c - a non-local jump out of a wrapped call (ADR-226).
+ *
+ * The timeout of many old C daemons: alarm() or setitimer(), and a
+ * SIGALRM handler that siglongjmp()s back to before the call. When the
+ * call was one the shim wraps (a read waiting for a hung upstream, a
+ * connect waiting for a limiter slot), the jump leaves the wrapper in the
+ * middle: its per-thread "inside the shim" flag stays set, and every
+ * later call on that thread would pass through unguarded, for good; a
+ * wait for a limiter slot would keep its place in the queue.
+ *
+ * So longjmp, _longjmp, siglongjmp and the fortified __longjmp_chk are
+ * wrapped: before jumping, rx__jumped() clears the flag and gives up a
+ * place the thread was waiting in. Then the real function jumps; it does
+ * not return. A jump that stays inside a signal handler which interrupted
+ * the shim (a handler with its own setjmp) clears the flag too early; the
+ * handler's calls are then guarded rather than passed through - rare, and
+ * no worse than a handler that calls into the shim on another thread.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+
+#include "shim.h"
+
+typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
+
+/* Resolved at start-up (rx__jump_bind): dlsym is not async-signal-safe,
+ * and a jump is usually made from a signal handler. */
+static jump_fn real_longjmp, real__longjmp, real_siglongjmp, real_chk;
+
+void rx__jump_bind(void)
+{
+	real_longjmp = (jump_fn)dlsym(RTLD_NEXT, "longjmp");
+	real__longjmp = (jump_fn)dlsym(RTLD_NEXT, "_longjmp");
+	real_siglongjmp = (jump_fn)dlsym(RTLD_NEXT, "siglongjmp");
+	real_chk = (jump_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+}
+
+/* The real function, resolved now if the start-up did not run yet. */
+static __attribute__((noreturn)) void jump(jump_fn *fn, const char *name,
+					   struct __jmp_buf_tag *env, int val)
+{
+	rx__jumped();
+	if (!*fn)
+		*fn = (jump_fn)dlsym(RTLD_NEXT, name);
+	(*fn)(env, val);
+	__builtin_unreachable();
+}
+
+RX_EXPORT void longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump(&real_longjmp, "longjmp", env, val);
+}
+
+RX_EXPORT void _longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump(&real__longjmp, "_longjmp", env, val);
+}
+
+RX_EXPORT void siglongjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump(&real_siglongjmp, "siglongjmp", env, val);
+}
+
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val);
+
+RX_EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
+{
+	jump(&real_chk, "__longjmp_chk", env, val);
+}
