@@ -2156,6 +2156,8 @@ static void after_fork_parent(void)
 	if (fork_locked)
 		unlock_all();
 	fork_locked = false;
+	if (rx__ready())
+		rx__metrics_forked();
 }
 
 /* A forked child: drop the limiter places of threads that did not come

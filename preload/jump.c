@@ -1,5 +1,6 @@
 /*
- * preload/jump.c - a non-local jump out of a wrapped call (ADR-226).
+ * preload/jump.c - ways out that skip the normal path: a non-local jump
+ * out of a wrapped call (ADR-226), and _exit (ADR-222).
  *
  * The timeout of many old C daemons: alarm() or setitimer(), and a
  * SIGALRM handler that siglongjmp()s back to before the call. When the
@@ -16,22 +17,35 @@
  * the shim (a handler with its own setjmp) clears the flag too early; the
  * handler's calls are then guarded rather than passed through - rare, and
  * no worse than a handler that calls into the shim on another thread.
+ *
+ * _exit and _Exit run no destructors, so a process that ends so (Python's
+ * multiprocessing workers, a forked server's workers) would leave its %p
+ * metrics file behind, with stale numbers, for the collector to serve for
+ * ever. They remove it first, as a normal exit does; nothing else.
  */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "metrics.h"
 #include "shim.h"
 
 typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
+typedef void (*exit_fn)(int);
 
 /* Resolved at start-up (rx__jump_bind): dlsym is not async-signal-safe,
  * and a jump is usually made from a signal handler. */
 static jump_fn real_longjmp, real__longjmp, real_siglongjmp, real_chk;
+static exit_fn real__exit, real__Exit;
 
 void rx__jump_bind(void)
 {
+	real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+	real__Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
 	real_longjmp = (jump_fn)dlsym(RTLD_NEXT, "longjmp");
 	real__longjmp = (jump_fn)dlsym(RTLD_NEXT, "_longjmp");
 	real_siglongjmp = (jump_fn)dlsym(RTLD_NEXT, "siglongjmp");
@@ -69,4 +83,25 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val);
 RX_EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 {
 	jump(&real_chk, "__longjmp_chk", env, val);
+}
+
+/* The real _exit, or the system call when start-up did not run (a vfork
+ * child must not resolve symbols). */
+static __attribute__((noreturn)) void quick_exit_(exit_fn fn, int status)
+{
+	rx__metrics_quick_exit();
+	if (fn)
+		fn(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+RX_EXPORT void _exit(int status)
+{
+	quick_exit_(real__exit, status);
+}
+
+RX_EXPORT void _Exit(int status)
+{
+	quick_exit_(real__Exit, status);
 }

@@ -134,12 +134,21 @@ static char tmp_path[PATH_MAX];
 static char pid_label[32]; /* `pid="N",` or "" */
 static char pid_only[32];  /* `{pid="N"}` or "" */
 static pid_t writer_pid;
+/* Without %p, who may take the file over when the writer is gone: only a
+ * process that was its parent's first fork (the chain of a daemon's double
+ * fork), so that the workers a server leaves behind do not all write the
+ * same file, each with its own counters (ADR-222). */
+static unsigned forks; /* fork()s of this process */
+static bool heir;      /* this process was its parent's first fork */
+static atomic_bool said_not_writer;
 static uint64_t interval_ns;
 static _Atomic uint64_t next_write_ns;
 static atomic_int writing;
 static atomic_bool warned;
 static atomic_bool active; /* a call settled or was refused here */
 static atomic_bool again;  /* a state change came during a write */
+
+static void remove_file(void);
 
 /* ------------------------------------------------------------------------
  * Set-up.
@@ -240,8 +249,31 @@ void rx__metrics_after_fork(void)
 	if (!rx__metrics_on)
 		return;
 	atomic_store(&writing, 0);
+	heir = forks == 0;
+	forks = 0;
+	atomic_store(&said_not_writer, false);
 	if (per_pid && expand_paths(getpid()))
 		writer_pid = getpid();
+}
+
+void rx__metrics_forked(void)
+{
+	forks++;
+}
+
+void rx__metrics_quick_exit(void)
+{
+	int saved = errno;
+
+	/* Not in a vfork child, nor in a child forked without atfork: their
+	 * pid is not the writer's. */
+	if (!rx__metrics_on || !per_pid || rx__inside || getpid() != writer_pid)
+		return;
+	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
+		return; /* another thread writes; _exit will cut it short */
+	rx__inside = 1;
+	remove_file();
+	errno = saved;
 }
 
 /* ------------------------------------------------------------------------
@@ -785,8 +817,8 @@ static bool await_writer(void)
  * Is this process the writer? Without %p, the process that started the
  * shim writes, and a child forked without exec leaves the file to it
  * (ADR-161) - until it is gone: a daemon's work is done by a child whose
- * parent exited at once, and that child then takes the file over
- * (ADR-222). One kill(pid, 0) when a write is due.
+ * parent exited at once, and that child, its parent's first fork, then
+ * takes the file over (ADR-222). One kill(pid, 0) when a write is due.
  */
 static bool is_writer(void)
 {
@@ -794,10 +826,18 @@ static bool is_writer(void)
 
 	if (self == writer_pid)
 		return true;
-	if (per_pid || kill(writer_pid, 0) == 0 || errno != ESRCH)
+	if (per_pid || !heir || kill(writer_pid, 0) == 0 || errno != ESRCH ||
+	    !expand_paths(self)) {
+		if (!atomic_exchange(&said_not_writer, true))
+			rx__log(
+			    RX_LOG_INFO,
+			    "event=metrics-not-writer writer_pid=%ld "
+			    "file=\"%.200s\" msg=\"a process forked "
+			    "without exec leaves the file to its writer; put "
+			    "%%p in the name for one file per process\"",
+			    (long)writer_pid, path);
 		return false;
-	if (!expand_paths(self))
-		return false;
+	}
 	writer_pid = self;
 	return true;
 }

@@ -15,7 +15,9 @@
  *   rx__metrics_setup     once, at start-up (allocates, by mmap);
  *   rx__metrics_observe   under the guard's lock, after rx_guard_settle;
  *   rx__metrics_tick      after a settlement or a refusal, no lock held;
- *   rx__metrics_after_fork in a forked child (atfork child handler).
+ *   rx__metrics_after_fork in a forked child (atfork child handler),
+ *   rx__metrics_forked in the parent (atfork parent handler);
+ *   rx__metrics_quick_exit from the _exit wrapper (jump.c).
  * The destructor in metrics.c writes the last file at exit.
  */
 #ifndef RESILIX_PRELOAD_METRICS_H
@@ -66,7 +68,19 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 void rx__metrics_tick(uint64_t now_ns, bool changed);
 
 /* rx__metrics_after_fork - forked child: free the writer's try-lock and
- * decide whether this process writes (see ADR-161). */
+ * decide whether this process writes (see ADR-161, ADR-222). */
 void rx__metrics_after_fork(void);
+
+/* rx__metrics_forked - the parent's side of a fork (atfork parent
+ * handler): counts this process's forks. O(1). */
+void rx__metrics_forked(void);
+
+/*
+ * rx__metrics_quick_exit - the process ends through _exit (no destructors
+ * run): with %p, remove this process's file, as a normal exit does
+ * (ADR-222). Does nothing in a vfork child or another process whose pid
+ * is not the writer's. Preserves errno.
+ */
+void rx__metrics_quick_exit(void);
 
 #endif

@@ -133,6 +133,37 @@ static void warn(const char *event, const char *op, const char *reason)
 		event, op, reason, path);
 }
 
+/* The key count in the header of the file read into buf[0..@len)
+ * (snapshot.h); 0 when there is none. */
+static uint32_t file_keys(ssize_t len)
+{
+	if (len < 32)
+		return 0;
+	return (uint32_t)buf[24] | (uint32_t)buf[25] << 8 |
+	       (uint32_t)buf[26] << 16 | (uint32_t)buf[27] << 24;
+}
+
+/*
+ * After a hydrate or merge of a file that held @in_file keys: when the
+ * registry is full and the file held more keys than it can, say so, once:
+ * a process run with a smaller RESILIX_MAX_KEYS drops the other processes'
+ * keys from a shared file (ADR-227). No lock held.
+ */
+static void keys_dropped(uint32_t in_file)
+{
+	static bool said;
+
+	if (said || in_file <= max_keys ||
+	    rx_registry_count(registry) < max_keys)
+		return;
+	said = true;
+	rx__log(RX_LOG_WARN,
+		"event=state-keys-dropped keys_in_file=%u max_keys=%u "
+		"file=\"%.200s\" msg=\"RESILIX_MAX_KEYS is smaller than the "
+		"file's key count: the keys beyond it are not kept\"",
+		in_file, max_keys, path);
+}
+
 /*
  * Open and lock "<path>.lock" (@how: LOCK_SH or LOCK_EX), waiting at most
  * LOCK_WAIT_MS. Returns the fd (caller closes it, which unlocks), -2 when
@@ -382,6 +413,8 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	guard_locks = locks;
 	max_keys = cfg->registry.max_keys;
 	enabled = true;
+	if (len >= 0 && rc == RX_OK)
+		keys_dropped(file_keys(len));
 }
 
 void rx__state_after_fork(void)
@@ -420,6 +453,7 @@ static bool try_lock(struct rx_lock *l)
 static size_t snapshot(ssize_t flen)
 {
 	uint64_t now = rx__now_ns(), wall = wall_ns();
+	uint32_t in_file = file_keys(flen);
 	size_t len = 0;
 	uint32_t i, got;
 	int rc = RX_OK, mrc = RX_OK;
@@ -440,6 +474,8 @@ static size_t snapshot(ssize_t flen)
 	}
 	for (i = 0; i < got; i++)
 		rx__unlock(&guard_locks[i]);
+	if (flen >= 0 && mrc == RX_OK)
+		keys_dropped(in_file);
 	if (mrc != RX_OK)
 		rx__log(RX_LOG_DEBUG,
 			"event=state-merge-skipped reason=\"%s\" "

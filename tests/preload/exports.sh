@@ -15,7 +15,8 @@
 rx_need nm
 [ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
 
-expected="__close
+expected="_Exit
+__close
 __connect
 __dup2
 __fcntl
@@ -26,6 +27,7 @@ __recv_chk
 __recvfrom_chk
 __send
 __write
+_exit
 _longjmp
 accept
 accept4

@@ -229,6 +229,57 @@ elif daemon:
 	rx_upstream_stop fork
 fi
 
+# --- workers that end through _exit (Python's multiprocessing) remove ---
+# --- their %p file too; a parent that exits leaving several workers ---
+# --- hands the file (no %p) to its first fork only (ADR-222) ---------------
+if rx_usable python3; then
+	rx_upstream_start workers --phases 0:ok
+	rm -f "$RX_TMP"/quick-*.prom "$prom"
+	quickpy='import os, sys, urllib.request
+url = "http://127.0.0.1:%s/" % sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    urllib.request.urlopen(url).read()
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid, flush=True)
+print(len([f for f in os.listdir(sys.argv[2]) if f.startswith("quick-")]), flush=True)'
+	rx_shim RESILIX_METRICS_FILE="$RX_TMP/quick-%p.prom" RESILIX_METRICS_INTERVAL_MS=0 \
+		RESILIX_LOG=debug python3 -c "$quickpy" "$RX_PORT" "$RX_TMP" \
+		>"$out" 2>"$err" || rx_fail "quick exit: exit status $?"
+	child=$(sed -n 1p "$out")
+	rx_assert_grep "_exit: the worker wrote its file" \
+		"event=metrics-written keys=1 file=\"$RX_TMP/quick-$child\\.prom\"" "$err"
+	rx_assert_eq "_exit: and removed it (no file left while its parent ran)" 0 \
+		"$(sed -n 2p "$out")"
+	rx_assert_eq "_exit: none left at the end" "" "$(ls "$RX_TMP" | grep '^quick-' || true)"
+
+	# Three workers outlive their parent, which made no call.
+	orphanpy='import os, sys, time, urllib.request
+url = "http://127.0.0.1:%s/" % sys.argv[1]
+for k in range(3):
+    if os.fork() == 0:
+        time.sleep(0.3)  # the parent is gone
+        for i in range(5):
+            urllib.request.urlopen(url).read()
+            time.sleep(0.05)
+        sys.exit(0)
+sys.exit(0)'
+	rx_shim RESILIX_METRICS_FILE="$prom" RESILIX_METRICS_INTERVAL_MS=0 \
+		RESILIX_LOG=debug RESILIX_LOG_FILE="$RX_TMP/orphans.log" \
+		python3 -c "$orphanpy" "$RX_PORT" >"$out" 2>"$err" ||
+		rx_fail "orphans: exit status $?"
+	orphans_done() { [ "$(grep -c 'event=settle' "$RX_TMP/orphans.log")" -ge 15 ]; }
+	rx_wait_for 10 orphans_done || rx_fail "orphans: the workers did not finish"
+	sleep 0.5
+	rx_assert_eq "orphans: one process writes the file" 1 \
+		"$(grep 'event=metrics-written' "$RX_TMP/orphans.log" |
+			sed 's/.* pid=\([0-9]*\) .*/\1/' | sort -u | wc -l | tr -d ' ')"
+	rx_assert_eq "orphans: the others say why not" 2 \
+		"$(grep -c 'event=metrics-not-writer' "$RX_TMP/orphans.log")"
+	rx_upstream_stop workers
+fi
+
 # --- a trip shows in the file at once, though the program then goes quiet ---
 # --- and the interval has not passed (ADR-222) -----------------------------
 if rx_usable python3; then

@@ -347,6 +347,12 @@ for p in $ports; do
 done
 rx_assert_eq "merge: keys of 8 overlapping processes kept" \
 	"$(echo "$ports" | wc -l | tr -d ' ')" "$n"
+# A process whose RESILIX_MAX_KEYS is smaller than the file's key count
+# drops the rest of them; it says so (ADR-227).
+rx_shim "${guard[@]}" RESILIX_MAX_KEYS=2 RESILIX_STATE_FILE="$state" "$CLIENT" \
+	--port "$(echo "$ports" | head -n1)" --requests 1 >/dev/null 2>"$RX_TMP/few.err"
+rx_assert_eq "fewer keys: one warning, with the counts" 1 \
+	"$(grep -c "event=state-keys-dropped keys_in_file=$n max_keys=2" "$RX_TMP/few.err")"
 
 # Eight processes at once, each failing once on one dead key: their
 # failures add up (ADR-221), so with a backstop of 9 the next process's
