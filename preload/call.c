@@ -614,8 +614,8 @@ static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
 /*
  * Wait in @g's limiter queue at place @place until the caller's turn (true,
  * @permit filled, *@now the admission time), a refusal, the queue timeout,
- * the program's own send timeout on @fd, or a signal the real call would
- * have returned EINTR for (false; refusal_errno says which). No lock is
+ * the program's own send timeout on @fd, or a signal that would have
+ * interrupted the real call (false; refusal_errno says how). No lock is
  * held while sleeping; rx__inside stays set, so a signal handler's I/O on
  * this thread passes through.
  */
@@ -628,10 +628,9 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 	struct rx_lock *l = guard_lock(g);
 	uint64_t start = *now;
 	uint64_t bound_ms = cfg.queue_timeout_ms;
+	uint64_t own_ns = send_timeout_ns(fd);
 	uint64_t deadline;
 	enum rx_decision d;
-
-	uint64_t own_ns = send_timeout_ns(fd);
 
 	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait, and
 	 * so does the program's own (SO_SNDTIMEO, ADR-223). */
