@@ -98,6 +98,7 @@
 extern char **environ;
 
 RX_TLS int rx__inside;
+RX_TLS int rx__locks_held;
 
 enum { INIT_NONE = 0, INIT_RUNNING, INIT_READY, INIT_OFF };
 static atomic_int init_state = INIT_NONE;
@@ -558,15 +559,19 @@ void rx__jumped(void)
 	struct rx_guard *g = waiting.g;
 	struct rx_lock *l;
 
+	/* The handler that jumps interrupted a critical section of this
+	 * thread: its lock stays taken for good, and this thread, taking it
+	 * again, would spin for ever. It goes on passing every call through
+	 * (other threads wait on that lock: the jump's own fault). */
+	if (rx__locks_held > 0)
+		return;
 	rx__inside = 0;
 	if (!g)
 		return;
 	waiting.g = NULL;
-	/* A try: the jump may come from a handler that interrupted this
-	 * thread while it held the lock; the place then stays taken. */
 	l = guard_lock(g);
-	if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-		return;
+	if (!rx__trylock(l))
+		return; /* another thread holds it: the place stays taken */
 	rx_guard_cancel_wait(g, waiting.place, false);
 	rx__unlock(l);
 	wake_waiters(key_wait_of(g));
@@ -2180,6 +2185,7 @@ static void after_fork_child(void)
 	for (i = 0; i < cfg.registry.max_keys; i++)
 		rx__lock_reset(&guard_locks[i]);
 	rx__fdtable_reset_locks();
+	rx__locks_held = 0; /* the child has only this thread, holding none */
 	rx_registry_foreach(registry, drop_waiters, NULL);
 	rx__metrics_after_fork();
 	rx__state_after_fork();

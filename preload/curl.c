@@ -245,6 +245,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	rx__lock_reset(&table_lock);
+	rx__locks_held = 0; /* every lock is free in the child */
 	fork_locked = false;
 	rx__curl_active = 0;
 }

@@ -12,11 +12,11 @@
  *
  * So longjmp, _longjmp, siglongjmp and the fortified __longjmp_chk are
  * wrapped: before jumping, rx__jumped() clears the flag and gives up a
- * place the thread was waiting in. Then the real function jumps; it does
- * not return. A jump that stays inside a signal handler which interrupted
- * the shim (a handler with its own setjmp) clears the flag too early; the
- * handler's calls are then guarded rather than passed through - rare, and
- * no worse than a handler that calls into the shim on another thread.
+ * place the thread was waiting in - unless the thread holds (or is taking)
+ * one of the shim's locks: the signal landed inside a critical section,
+ * whose lock the jump orphans, and the thread must never take it again;
+ * it goes on passing every call through. Then the real function jumps; it
+ * does not return.
  *
  * _exit and _Exit run no destructors, so a process that ends so (Python's
  * multiprocessing workers, a forked server's workers) would leave its %p

@@ -77,10 +77,19 @@ struct rx_lock {
 	atomic_int held;
 };
 
+/* How many shim locks this thread holds or is taking: a longjmp out of a
+ * signal handler that interrupted a critical section must not let this
+ * thread take them again (ADR-226). Counted before the lock is taken and
+ * after it is released (signal fences keep the order on this thread), so
+ * no instant of holding goes uncounted. Zeroed in a forked child. */
+extern RX_TLS int rx__locks_held;
+
 static inline void rx__lock(struct rx_lock *l)
 {
 	unsigned spins = 0;
 
+	rx__locks_held++;
+	atomic_signal_fence(memory_order_seq_cst);
 	while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
 		while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
 			if (++spins >= 128) {
@@ -91,9 +100,23 @@ static inline void rx__lock(struct rx_lock *l)
 	}
 }
 
+/* One try; true when @l is now held. */
+static inline bool rx__trylock(struct rx_lock *l)
+{
+	rx__locks_held++;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+		return true;
+	atomic_signal_fence(memory_order_seq_cst);
+	rx__locks_held--;
+	return false;
+}
+
 static inline void rx__unlock(struct rx_lock *l)
 {
 	atomic_store_explicit(&l->held, 0, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+	rx__locks_held--;
 }
 
 static inline void rx__lock_reset(struct rx_lock *l)

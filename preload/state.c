@@ -434,8 +434,7 @@ static bool try_lock(struct rx_lock *l)
 	unsigned i;
 
 	for (i = 0; i < EXIT_LOCK_TRIES; i++) {
-		if (!atomic_exchange_explicit(&l->held, 1,
-					      memory_order_acquire))
+		if (rx__trylock(l))
 			return true;
 		if (i % 128 == 127)
 			sched_yield();

@@ -11,6 +11,7 @@
 #    timed out the same way; once the slot is free, the next connect is
 #    admitted at once and its call settled: the place the jump left was
 #    given up, and the thread is still guarded.
+# 3. (below) timer storms of jumps: no hang.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 JO=$RESILIX_BUILDDIR/tests/support/jumpout
@@ -42,4 +43,17 @@ rx_assert_eq "after a jump out of the wait: the next connect admitted" \
 rx_assert_le "after a jump out of the wait: at once (ms)" "$3" 1000
 rx_assert_eq "after a jump out of the wait: the thread's calls settle" 2 \
 	"$(grep -c 'event=settle' "$err")"
+
+# 3. A 300 us timer whose handler jumps out of whatever request is under
+#    way - the shim's own critical sections included - and one whose
+#    handler jumps within itself and then connects: never a hang (a lock
+#    the jump orphaned must not be taken again by its own thread), and as
+#    many answers as without the shim, give or take the timing.
+rx_upstream_start fast --phases 0:ok
+for m in storm handler; do
+	plain=$(rx_plain "$JO" "$m" "$RX_PORT") || rx_fail "$m without the shim: exit status $?"
+	got=$(RX_TIMEOUT=60 rx_shim "$JO" "$m" "$RX_PORT" 2>"$RX_TMP/$m.err") ||
+		rx_fail "$m under the shim: exit status $? (124: it hung)"
+	rx_assert_ge "$m: answers under the shim (without: $plain)" "$got" $((plain / 2))
+done
 rx_pass

@@ -14,12 +14,18 @@
  *   name|OK> <ms>" and makes one request: a place the jump left behind
  *   would make the connect wait or be refused, and a thread the shim
  *   stopped guarding would settle no call.
+ * Usage: jumpout storm PORT | jumpout handler PORT
+ *   2000 requests under a 300 us SIGALRM. storm: the handler siglongjmps
+ *   out of the request under way, wherever it is - inside the shim's
+ *   critical sections too. handler: the handler setjmp/longjmps for itself
+ *   and then connects. Prints how many requests were answered 200.
  */
 #define _GNU_SOURCE /* strerrorname_np */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +156,77 @@ static int wait_mode(void)
 	return 0;
 }
 
+/* storm: a 300 us timer whose handler siglongjmps out of whatever request
+ * is under way, shim critical sections included; 2000 requests. */
+static volatile sig_atomic_t armed;
+
+static void on_storm(int sig)
+{
+	(void)sig;
+	if (armed) {
+		armed = 0;
+		siglongjmp(back, 1);
+	}
+}
+
+/* handler: a handler that uses setjmp/longjmp for itself, then connects. */
+static void on_tick(int sig)
+{
+	struct sockaddr_in sin = rx_loopback(port);
+	int e = errno, s;
+	jmp_buf b;
+
+	(void)sig;
+	if (!setjmp(b))
+		longjmp(b, 1);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (s >= 0) {
+		connect(s, (struct sockaddr *)&sin, sizeof(sin));
+		close(s);
+	}
+	errno = e;
+}
+
+static int tick_mode(bool storm)
+{
+	struct itimerval it = {{0, 300}, {0, 300}};
+	struct sigaction sa;
+	volatile int ok = 0, i;
+	char buf[256];
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = storm ? on_storm : on_tick;
+	sa.sa_flags = storm ? 0 : SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (i = 0; i < 2000; i++) {
+		struct sockaddr_in sin = rx_loopback(port);
+		static volatile int fd = -1;
+
+		if (storm && sigsetjmp(back, 1)) {
+			if (fd >= 0)
+				close(fd);
+			fd = -1;
+			continue;
+		}
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		armed = 1;
+		if (fd >= 0 &&
+		    connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+		    write(fd, req, sizeof(req) - 1) > 0 &&
+		    read(fd, buf, sizeof(buf)) > 12 &&
+		    memcmp(buf + 9, "200", 3) == 0)
+			ok++;
+		armed = 0;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	setitimer(ITIMER_REAL, &(struct itimerval){{0, 0}, {0, 0}}, NULL);
+	printf("%d\n", ok);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "read") == 0)
@@ -157,6 +234,11 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "wait") == 0) {
 		port = atoi(argv[2]);
 		return wait_mode();
+	}
+	if (argc == 3 && (strcmp(argv[1], "storm") == 0 ||
+			  strcmp(argv[1], "handler") == 0)) {
+		port = atoi(argv[2]);
+		return tick_mode(strcmp(argv[1], "storm") == 0);
 	}
 	fprintf(stderr, "usage: jumpout read HANG_PORT BAD_PORT | "
 			"jumpout wait PORT\n");
