@@ -554,6 +554,18 @@ static RX_TLS struct {
 	uint64_t place;
 } waiting;
 
+/* End this thread's place at @g (@refused: counted as a limiter-full
+ * refusal). The caller holds @g's lock @l; forgetting the place under it
+ * keeps rx__jumped from ending it a second time. Then wake the queue. */
+static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
+			     uint64_t place, bool refused)
+{
+	waiting.g = NULL;
+	rx_guard_cancel_wait(g, place, refused);
+	rx__unlock(l);
+	wake_waiters(key_wait_of(g));
+}
+
 void rx__jumped(void)
 {
 	struct rx_guard *g = waiting.g;
@@ -568,19 +580,18 @@ void rx__jumped(void)
 	rx__inside = 0;
 	if (!g)
 		return;
-	waiting.g = NULL;
 	l = guard_lock(g);
-	if (!rx__trylock(l))
-		return; /* another thread holds it: the place stays taken */
-	rx_guard_cancel_wait(g, waiting.place, false);
-	rx__unlock(l);
-	wake_waiters(key_wait_of(g));
+	if (!rx__trylock(l)) {
+		waiting.g = NULL; /* another thread holds it: the place stays */
+		return;
+	}
+	end_place_locked(g, l, waiting.place, false);
 }
 
 /* The errno a refusal gives the caller (ADR-223): ECONNREFUSED, or EINTR
  * when a signal ended a send's wait for a limiter slot. Per thread; read
  * once by rx__refusal_errno. */
-static __thread int refusal_errno;
+static RX_TLS int refusal_errno;
 
 int rx__refusal_errno(void)
 {
@@ -681,10 +692,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		}
 		if (*now >= deadline) {
 			rx__lock(l);
-			waiting.g = NULL;
-			rx_guard_cancel_wait(g, place, true);
-			rx__unlock(l);
-			wake_waiters(kw);
+			end_place_locked(g, l, place, true);
 			why.reason = RX_REASON_LIMITER_FULL;
 			why.retry_after_ms = 0;
 			break;
@@ -696,10 +704,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
 		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
 			rx__lock(l);
-			waiting.g = NULL;
-			rx_guard_cancel_wait(g, place, false);
-			rx__unlock(l);
-			wake_waiters(kw);
+			end_place_locked(g, l, place, false);
 			*now = now_ns();
 			/* A send interrupted before any byte went fails with
 			 * EINTR. A connect interrupted so would go on in the

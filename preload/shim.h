@@ -514,8 +514,8 @@ enum rx_op_decision {
 
 /*
  * rx__refusal_errno - the errno for the RX_OP_REFUSE just returned on this
- * thread: ECONNREFUSED, or EINTR when a signal ended the call's wait for a
- * limiter slot and the real call would have failed with EINTR (ADR-223).
+ * thread: ECONNREFUSED, or EINTR when a signal ended a send's wait for a
+ * limiter slot and the real send would have failed with EINTR (ADR-223).
  * Read it once per refusal (it resets). Thread-safe (per thread), O(1).
  */
 int rx__refusal_errno(void);
@@ -524,8 +524,10 @@ int rx__refusal_errno(void);
  * rx__jumped - this thread is about to longjmp/siglongjmp (jump.c),
  * perhaps out of a wrapped call a signal interrupted: clear rx__inside and
  * give up a limiter place the thread waits in (a try of the guard's lock;
- * the place stays taken when the lock is held). Async-signal-safe: no
- * allocation, no blocking lock, one futex wake (ADR-226).
+ * the place stays taken when the lock is held) - unless the thread holds
+ * or is taking a shim lock, which the jump orphans: then it keeps passing
+ * every call through. Async-signal-safe: no allocation, no blocking lock,
+ * one futex wake (ADR-226).
  */
 void rx__jumped(void);
 
