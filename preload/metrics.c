@@ -148,7 +148,7 @@ static atomic_bool warned;
 static atomic_bool active; /* a call settled or was refused here */
 static atomic_bool again;  /* a state change came during a write */
 
-static void remove_file(void);
+static void maybe_write(uint64_t now, bool force, bool soon);
 
 /* ------------------------------------------------------------------------
  * Set-up.
@@ -263,17 +263,12 @@ void rx__metrics_forked(void)
 
 void rx__metrics_quick_exit(void)
 {
-	int saved = errno;
-
-	/* Not in a vfork child, nor in a child forked without atfork: their
-	 * pid is not the writer's. */
-	if (!rx__metrics_on || !per_pid || rx__inside || getpid() != writer_pid)
-		return;
-	if (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
-		return; /* another thread writes; _exit will cut it short */
-	rx__inside = 1;
-	remove_file();
-	errno = saved;
+	/* The exit's step for a %p file (the removal) and nothing else:
+	 * without %p, _exit writes nothing, as documented. Not in a vfork
+	 * child, nor in a child forked without atfork: is_writer says no
+	 * to a pid that is not the writer's. */
+	if (rx__metrics_on && per_pid && !rx__inside)
+		maybe_write(rx__now_ns(), true, false);
 }
 
 /* ------------------------------------------------------------------------
@@ -826,7 +821,9 @@ static bool is_writer(void)
 
 	if (self == writer_pid)
 		return true;
-	if (per_pid || !heir || kill(writer_pid, 0) == 0 || errno != ESRCH ||
+	if (per_pid)
+		return false; /* a vfork child, or one forked without atfork */
+	if (!heir || kill(writer_pid, 0) == 0 || errno != ESRCH ||
 	    !expand_paths(self)) {
 		if (!atomic_exchange(&said_not_writer, true))
 			rx__log(
