@@ -133,16 +133,6 @@ static void warn(const char *event, const char *op, const char *reason)
 		event, op, reason, path);
 }
 
-/* The key count in the header of the file read into buf[0..@len)
- * (snapshot.h); 0 when there is none. */
-static uint32_t file_keys(ssize_t len)
-{
-	if (len < 32)
-		return 0;
-	return (uint32_t)buf[24] | (uint32_t)buf[25] << 8 |
-	       (uint32_t)buf[26] << 16 | (uint32_t)buf[27] << 24;
-}
-
 /*
  * After a hydrate or merge of a file that held @in_file keys: when the
  * registry is full and the file held more keys than it can, say so, once:
@@ -414,7 +404,7 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	max_keys = cfg->registry.max_keys;
 	enabled = true;
 	if (len >= 0 && rc == RX_OK)
-		keys_dropped(file_keys(len));
+		keys_dropped(rx_snapshot_keys(buf, (size_t)len));
 }
 
 void rx__state_after_fork(void)
@@ -452,7 +442,7 @@ static bool try_lock(struct rx_lock *l)
 static size_t snapshot(ssize_t flen)
 {
 	uint64_t now = rx__now_ns(), wall = wall_ns();
-	uint32_t in_file = file_keys(flen);
+	uint32_t in_file = flen > 0 ? rx_snapshot_keys(buf, (size_t)flen) : 0;
 	size_t len = 0;
 	uint32_t i, got;
 	int rc = RX_OK, mrc = RX_OK;

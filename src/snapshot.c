@@ -92,6 +92,13 @@ static const struct rx__entry *live_entry(const struct rx_registry *r,
 	return e->list == RX__LIST_FREE ? NULL : e;
 }
 
+/* A window's slot @i, counted from its oldest (0). */
+static struct rx_window_slot *slot_at(const struct rx_window *w, uint32_t i)
+{
+	uint32_t k = w->tail + i;
+	return &w->slots[k >= w->capacity ? k - w->capacity : k];
+}
+
 size_t rx_snapshot_size(const struct rx_registry *r)
 {
 	size_t n = HEADER_SIZE + TRAILER_SIZE;
@@ -144,8 +151,7 @@ int rx_snapshot_write(const struct rx_registry *r, uint64_t now_ns,
 		put(&c, rx__sat_sub(now_ns, e->guard.last_used_ns), 8);
 		put(&c, w->count, 4);
 		for (uint32_t k = 0; k < w->count; k++) {
-			const struct rx_window_slot *s =
-			    &w->slots[(w->tail + k) % w->capacity];
+			const struct rx_window_slot *s = slot_at(w, k);
 			put(&c, rx__sat_sub(now_ns, s->t_ns), 8);
 			put(&c, s->flags, 1);
 		}
@@ -240,13 +246,6 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 		b->state = (enum rx_breaker_state)p->state;
 	}
 	b->probes_in_flight = 0;
-}
-
-/* The live window's slot @i, counted from its oldest (0). */
-static struct rx_window_slot *slot_at(struct rx_window *w, uint32_t i)
-{
-	uint32_t k = w->tail + i;
-	return &w->slots[k >= w->capacity ? k - w->capacity : k];
 }
 
 /* The snapshot's slot @k of entry @p: its time on our clock and flags. */
@@ -466,6 +465,15 @@ static int load(struct rx_registry *r, const void *buf, size_t len,
 		rx__registry_place(r, x);
 	}
 	return RX_OK;
+}
+
+uint32_t rx_snapshot_keys(const void *buf, size_t len)
+{
+	struct cursor c = {.r = buf, .pos = 24, .end = len};
+
+	if (buf == NULL || len < HEADER_SIZE || memcmp(buf, magic, 4) != 0)
+		return 0;
+	return (uint32_t)get(&c, 4);
 }
 
 int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,

@@ -84,6 +84,14 @@ int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
                         uint64_t now_ns, uint64_t wall_now_ns);
 
 /*
+ * rx_snapshot_keys - the key count in the header of the snapshot in
+ * @buf/@len, as written (before any key is dropped for age, TTL or room);
+ * 0 when @buf does not start with a snapshot header. Reads the header
+ * only: no validation of the rest. Thread-safe, O(1).
+ */
+uint32_t rx_snapshot_keys(const void *buf, size_t len);
+
+/*
  * rx_snapshot_merge - fold a snapshot into a registry that may hold keys
  * (RESILIX_STATE_FILE at exit: what concurrent processes wrote meanwhile,
  * ADR-171, ADR-221). Same arguments, validation and ageing as hydrate,

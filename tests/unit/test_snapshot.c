@@ -151,6 +151,12 @@ static void test_round_trip(void)
 	struct rx_registry *a = populated();
 	size_t len;
 	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
+	/* The header's key count, read alone; nothing without a header. */
+	CU_ASSERT_EQUAL(rx_snapshot_keys(buf, len), 3);
+	CU_ASSERT_EQUAL(rx_snapshot_keys(buf, 31), 0);
+	CU_ASSERT_EQUAL(rx_snapshot_keys("not a snapshot, not at all...!!", 32),
+			0);
+	CU_ASSERT_EQUAL(rx_snapshot_keys(NULL, 0), 0);
 	/* The reader's monotonic clock has another origin; no wall gap. */
 	struct rx_guard_config gc = guard_cfg();
 	struct rx_registry *b = make(16, 600000, &gc);
