@@ -703,31 +703,32 @@ static bool filters_let_guard(const struct handle_state *st)
 {
 	const struct rx_config *cfg = rx__config();
 	uint16_t port = port_of(st);
-
-	if (st->url.family == AF_INET) {
+	union {
+		struct sockaddr sa;
 		struct sockaddr_in in;
-
-		memset(&in, 0, sizeof(in));
-		in.sin_family = AF_INET;
-		in.sin_port = htons(port);
-		memcpy(&in.sin_addr, st->url.addr, 4);
-		return rx_filter_guarded(&cfg->include, &cfg->exclude,
-					 (const struct sockaddr *)&in,
-					 sizeof(in));
-	}
-	if (st->url.family == AF_INET6) {
 		struct sockaddr_in6 in6;
+	} a;
+	socklen_t len;
 
-		memset(&in6, 0, sizeof(in6));
-		in6.sin6_family = AF_INET6;
-		in6.sin6_port = htons(port);
-		memcpy(&in6.sin6_addr, st->url.addr, 16);
-		return rx_filter_guarded(&cfg->include, &cfg->exclude,
-					 (const struct sockaddr *)&in6,
-					 sizeof(in6));
+	memset(&a, 0, sizeof(a));
+	switch (st->url.family) {
+	case AF_INET:
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons(port);
+		memcpy(&a.in.sin_addr, st->url.addr, 4);
+		len = sizeof(a.in);
+		break;
+	case AF_INET6:
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons(port);
+		memcpy(&a.in6.sin6_addr, st->url.addr, 16);
+		len = sizeof(a.in6);
+		break;
+	default:
+		return rx_filter_guarded_port(&cfg->include, &cfg->exclude,
+					      port) == RX_FILTER_YES;
 	}
-	return rx_filter_guarded_port(&cfg->include, &cfg->exclude, port) ==
-	       RX_FILTER_YES;
+	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
 }
 
 /* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
