@@ -1497,7 +1497,7 @@ static struct rx_fd *entry_of(int fd)
 {
 	struct rx_fd *e = rx__fd_get(fd);
 
-	if (!e || rx__inside || !owner())
+	if (!e || rx__reentered() || !owner())
 		return NULL;
 	return e;
 }
@@ -1595,7 +1595,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 
 	memset(op, 0, sizeof(*op));
 	op->fd = fd;
-	if (rx__inside)
+	if (rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
 	if (!rx__ready() && !rx__init())
@@ -1749,7 +1749,7 @@ void rx__getsockopt_so_error(int fd, int rc, int value)
 	enum rx_fd_phase ph;
 	int saved = errno;
 
-	if (!e || rc != 0 || rx__inside)
+	if (!e || rc != 0 || rx__reentered())
 		return;
 	ph = rx__fd_phase(e);
 	if (ph != RX_FD_CONNECTING && (ph != RX_FD_WAITING || value == 0))
@@ -1957,7 +1957,7 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	if (!e)
 		return RX_OP_PASS;
 	ph = rx__fd_phase(e);
-	if (ph == RX_FD_UNTRACKED || ph == RX_FD_DONE || rx__inside)
+	if (ph == RX_FD_UNTRACKED || ph == RX_FD_DONE || rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
 	op->fd = fd;
@@ -2154,7 +2154,7 @@ static bool fork_locked;
 static void before_fork(void)
 {
 	fork_locked = false;
-	if (!rx__ready() || rx__inside || !owner())
+	if (!rx__ready() || rx__reentered() || !owner())
 		return;
 	lock_all();
 	fork_locked = true;

@@ -298,7 +298,7 @@ static void table_create(void)
 /* Is the curl layer guarding? Maps the table the first time it is. */
 static bool guarding(void)
 {
-	if (rx__inside || !rx__ready())
+	if (rx__reentered() || !rx__ready())
 		return false;
 	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
 		(void)pthread_once(&table_once, table_create);
@@ -887,7 +887,7 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 	/* Forget first: once libcurl frees the handle, another thread's
 	 * curl_easy_init may get the same address. */
 	if (h && atomic_load_explicit(&table_ready, memory_order_acquire) &&
-	    !rx__inside) {
+	    !rx__reentered()) {
 		int saved = errno;
 
 		forget_handle(h);

@@ -15,8 +15,11 @@
  * place the thread was waiting in - unless the thread holds (or is taking)
  * one of the shim's locks: the signal landed inside a critical section,
  * whose lock the jump orphans, and the thread must never take it again;
- * it goes on passing every call through. Then the real function jumps; it
- * does not return.
+ * it goes on passing every call through. A jump that stays inside the
+ * handler clears the flag under a wrapper still running; every re-entry
+ * check therefore also counts held locks (rx__reentered), so a nested
+ * call never takes a lock its own thread holds. Then the real function
+ * jumps; it does not return.
  *
  * _exit and _Exit run no destructors, so a process that ends so (Python's
  * multiprocessing workers, a forked server's workers) would leave its %p

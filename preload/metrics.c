@@ -267,7 +267,7 @@ void rx__metrics_quick_exit(void)
 	 * without %p, _exit writes nothing, as documented. Not in a vfork
 	 * child, nor in a child forked without atfork: is_writer says no
 	 * to a pid that is not the writer's. */
-	if (rx__metrics_on && per_pid && !rx__inside)
+	if (rx__metrics_on && per_pid && !rx__reentered())
 		maybe_write(rx__now_ns(), true, false);
 }
 
@@ -897,7 +897,7 @@ __attribute__((destructor)) static void metrics_at_exit(void)
 {
 	/* Not from exit() in a signal handler that interrupted this thread
 	 * inside the shim: it may hold a lock the writer would wait for. */
-	if (rx__inside)
+	if (rx__reentered())
 		return;
 	/* Only a process that guarded a call: the `timeout`, `env` or shell
 	 * that runs the program also loads the shim, and exits after it -

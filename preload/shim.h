@@ -496,6 +496,18 @@ char *rx__fmt_rate(char *buf, size_t size, double rate);
 /* The per-thread "inside the shim" flag. */
 extern RX_TLS int rx__inside;
 
+/*
+ * rx__reentered - is this thread already in the shim, so that a call now
+ * (from a signal handler) must pass straight through? rx__inside says so,
+ * and so does a shim lock this thread holds or is taking: the flag alone
+ * can be wrong after a longjmp that stayed inside a handler (ADR-226), a
+ * held lock cannot, and taking it again would spin for ever. O(1).
+ */
+static inline bool rx__reentered(void)
+{
+	return rx__inside || rx__locks_held;
+}
+
 /* rx__ready - the shim is initialised and guarding. O(1). */
 bool rx__ready(void);
 
@@ -583,7 +595,7 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 	ph = rx__fd_phase(e);
 	/* Only a call waiting for its first byte cares about a read: body
 	 * bytes of an answered call pass untouched. */
-	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__inside)
+	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
 	/* The program waits for the answer (ADR-193). */

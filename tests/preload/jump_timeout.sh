@@ -54,6 +54,13 @@ for m in storm handler; do
 	plain=$(rx_plain "$JO" "$m" "$RX_PORT") || rx_fail "$m without the shim: exit status $?"
 	got=$(RX_TIMEOUT=60 rx_shim "$JO" "$m" "$RX_PORT" 2>"$RX_TMP/$m.err") ||
 		rx_fail "$m under the shim: exit status $? (124: it hung)"
-	rx_assert_ge "$m: answers under the shim (without: $plain)" "$got" $((plain / 2))
+	# The storm's count swings with the machine's timing, with and
+	# without the shim alike; the handler's does not.
+	if [ "$m" = storm ]; then
+		rx_assert_ge "$m: answers under the shim (without: $plain)" \
+			"$got" $((plain / 4))
+	else
+		rx_assert_eq "$m: answers under the shim as without" "$plain" "$got"
+	fi
 done
 rx_pass
