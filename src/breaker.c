@@ -14,7 +14,7 @@
  *   - min_calls above window_calls is clamped to window_calls (as
  *     resilience4j does for count windows) instead of being rejected:
  *     otherwise the rate conditions could never fire.
- *   - Starvation widening and the 5-sample floor (issue 3).
+ *   - Starvation widening and the 5-sample floor (ADR-113).
  *   - Open -> half-open is lazy, on the next admit (Polly); no timers.
  *   - The first probe to settle decides (Polly: one probe, success closes,
  *     failure reopens); resilience4j instead waits for all permitted calls.
@@ -27,7 +27,8 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "breaker-inl.h"
+#include "common.h"
 #include "resilix/breaker.h"
 #include "resilix/error.h"
 
@@ -106,7 +107,7 @@ int rx_breaker_config_check(const struct rx_breaker_config *cfg,
 /*
  * The age bound actually used: window_max_age_ms, widened to
  * min_calls x slow_call_ms when the slow condition is on and the configured
- * age could not hold min_calls slow samples (issue 3).
+ * age could not hold min_calls slow samples (ADR-113).
  */
 static uint64_t effective_max_age_ms(const struct rx_breaker_config *cfg,
 				     uint32_t min_calls)

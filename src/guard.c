@@ -17,7 +17,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "internal.h"
+#include "breaker-inl.h"
+#include "common.h"
+#include "limiter-inl.h"
 #include "resilix/error.h"
 #include "resilix/guard.h"
 

@@ -53,7 +53,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common.h"
+#include "limiter-inl.h"
 #include "resilix/error.h"
 #include "resilix/limiter.h"
 

@@ -46,7 +46,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "internal.h"
+#include "p2-inl.h"
 #include "resilix/error.h"
 #include "resilix/p2.h"
 
@@ -87,7 +87,7 @@ static double linear(const struct rx_p2 *e, int i, int s)
 }
 
 /*
- * rx__p2_move (internal.h): the height along the parabola, or the line
+ * rx__p2_move (p2-inl.h): the height along the parabola, or the line
  * when the parabola would leave the interval between the neighbours. Out
  * of line: with a spread of latencies most observations move no marker,
  * and the formulas' registers would otherwise be saved and restored on

@@ -30,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common.h"
+#include "registry-inl.h"
 #include "resilix/error.h"
 #include "resilix/registry.h"
 

@@ -29,7 +29,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "common.h"
+#include "registry-inl.h"
 #include "resilix/error.h"
 #include "resilix/snapshot.h"
 

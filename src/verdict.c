@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "verdict-inl.h"
 #include "resilix/policy.h"
 #include "resilix/verdict.h"
 

@@ -7,14 +7,14 @@
  * push finds the ring full, and the age bound (strictly younger than
  * max_age_ns stays) whenever the window is touched with a time. Slots enter
  * in time order because callers pass a clock that never goes back
- * (internal.h), so age eviction can stop at the first young slot; that is
+ * (common.h), so age eviction can stop at the first young slot; that is
  * what makes it amortised O(1). Source: resilience4j's count window (ring +
  * running totals); the age bound replaces its one-second buckets with exact
  * per-call stamps, which a 16-byte slot affords.
  */
 #include <stddef.h>
 
-#include "internal.h"
+#include "window-inl.h"
 #include "resilix/error.h"
 #include "resilix/window.h"
 
@@ -34,7 +34,7 @@ int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
 	return RX_OK;
 }
 
-/* The bodies are in internal.h, where the breaker inlines them. */
+/* The bodies are in window-inl.h, where the breaker inlines them. */
 void rx_window_expire(struct rx_window *w, uint64_t now_ns)
 {
 	rx__window_expire(w, now_ns);

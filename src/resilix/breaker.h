@@ -63,7 +63,8 @@ enum rx_breaker_state {
 	RX_BREAKER_HALF_OPEN
 };
 
-/* "closed", "open", "half-open"; "unknown" out of range. Never NULL. */
+/* rx_breaker_state_name - "closed", "open", "half-open"; "unknown" out of
+ * range. A static string, never NULL. Thread-safe, O(1), no allocation. */
 const char *rx_breaker_state_name(enum rx_breaker_state s);
 
 struct rx_breaker_config {
@@ -82,7 +83,8 @@ struct rx_breaker_config {
 };
 
 /* rx_breaker_config_default - fill @cfg with the documented defaults
- * (docs/config.md gives each one's provenance, ADR-009). */
+ * (docs/config.md gives each one's provenance, ADR-009). Writes only
+ * @cfg: thread-safe; O(1); no allocation. */
 void rx_breaker_config_default(struct rx_breaker_config *cfg);
 
 /*
@@ -90,7 +92,8 @@ void rx_breaker_config_default(struct rx_breaker_config *cfg);
  * Rejects NaN, infinities, rates outside [0,1], zero or out-of-range counts
  * and durations (never clamps). On RX_EINVAL, *@why (if not NULL) points at
  * a static sentence naming the field and the accepted range.
- * Returns RX_OK or RX_EINVAL. Thread-safe, O(1).
+ * Returns RX_OK or RX_EINVAL (also for a NULL @cfg). Thread-safe, O(1), no
+ * allocation.
  */
 int rx_breaker_config_check(const struct rx_breaker_config *cfg,
                             const char **why);
@@ -137,7 +140,8 @@ struct rx_breaker {
 /*
  * rx_breaker_init - initialise a closed breaker.
  * @cfg must pass rx_breaker_config_check; @slots has cfg->window_calls
- * entries and outlives the breaker. Returns RX_OK or RX_EINVAL.
+ * entries and outlives the breaker. Returns RX_OK, or RX_EINVAL for a
+ * NULL @b or @slots or a @cfg that fails the check.
  * Not thread-safe; O(1); no allocation.
  */
 int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
@@ -149,6 +153,10 @@ int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
  * until open_ms has passed, then becomes half-open. Half-open: admits up to
  * half_open_probes probes (ticket flags mark them), refuses the rest with
  * RX_REASON_HALF_OPEN_BUSY. Never returns RX_QUEUE.
+ * @ctx: only now_ns is read (monotonic ns; earlier than the latest seen
+ * counts as no time passing, ADR-005); the breaker draws nothing and
+ * never queues. @why->retry_after_ms: whole ms left of the open period,
+ * rounded up; 0 (unknown) for half-open-busy.
  * Not thread-safe (callers serialise per breaker); O(1); no allocation.
  */
 enum rx_decision rx_breaker_admit(struct rx_breaker *b,
@@ -162,6 +170,9 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
  * admitted (ADR-007). A ticket from an earlier generation (the state changed
  * since admission) is not evidence: the call did not observe the state it
  * would change (docs/decisions.md, late settlements).
+ * @obs: verdict (a value out of range reads as RX_TRANSIENT); latency_us
+ * in µs, slow when >= slow_call_ms x 1000 and the slow condition is on;
+ * now_ns, monotonic ns. Never fails.
  * Not thread-safe; O(1) amortised; no allocation.
  */
 void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
@@ -171,7 +182,8 @@ void rx_breaker_settle(struct rx_breaker *b, const struct rx_ticket *ticket,
  * state (ADR-010): the window counts leave out slots the age bound would
  * evict at @now_ns, and the state is the stored one (an open breaker whose
  * time is up reports open with open_remaining_ms 0 until the next admit).
- * Not thread-safe; O(slots the next settlement would evict), else O(1). */
+ * Not thread-safe; O(slots the next settlement would evict), else O(1);
+ * no allocation. */
 void rx_breaker_stats(const struct rx_breaker *b, uint64_t now_ns,
                       struct rx_breaker_stats *out);
 

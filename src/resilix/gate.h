@@ -35,13 +35,16 @@ struct rx_gate_permit {
 	struct rx_ticket tickets[RX_GATE_MAX_POLICIES];
 };
 
-/* rx_gate_init - an empty gate (admits everything). O(1). */
+/* rx_gate_init - an empty gate (admits everything). Not thread-safe;
+ * O(1); no allocation. */
 void rx_gate_init(struct rx_gate *g);
 
 /*
  * rx_gate_add - append a policy.
- * Returns RX_OK, RX_EINVAL for NULL ops/self, RX_ENOSPC past
- * RX_GATE_MAX_POLICIES. Not thread-safe; O(1).
+ * @ops and @self are kept, not copied: both outlive the gate.
+ * Returns RX_OK, RX_EINVAL for NULL @g, @ops, @self or a NULL admit or
+ * settle in @ops, RX_ENOSPC past RX_GATE_MAX_POLICIES. Not thread-safe;
+ * O(1); no allocation.
  */
 int rx_gate_add(struct rx_gate *g, const struct rx_policy_ops *ops,
                 void *self);

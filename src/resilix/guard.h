@@ -34,11 +34,14 @@ struct rx_guard_config {
 };
 
 /* rx_guard_config_default - breaker and limiter (Vegas) on, each with its
- * defaults (ADR-135). */
+ * defaults (ADR-135). Writes only @cfg: thread-safe; O(1); no
+ * allocation. */
 void rx_guard_config_default(struct rx_guard_config *cfg);
 
-/* rx_guard_config_check - RX_OK or RX_EINVAL with *why set (static): the
- * checks of every policy that is on. */
+/* rx_guard_config_check - the checks of every policy that is on, breaker
+ * first. Returns RX_OK, or RX_EINVAL (also for a NULL @cfg) with *@why,
+ * when @why is not NULL, at a static sentence naming the field and its
+ * range. Thread-safe, O(1), no allocation. */
 int rx_guard_config_check(const struct rx_guard_config *cfg,
                           const char **why);
 
@@ -61,8 +64,12 @@ struct rx_guard {
 
 /*
  * rx_guard_init - set up a guard's policies from @cfg (already checked).
- * @slots: cfg->breaker.window_calls slots, outliving the guard.
- * Returns RX_OK or RX_EINVAL. Not thread-safe; O(1); no allocation.
+ * @slots: cfg->breaker.window_calls slots, outliving the guard (unused,
+ * may be NULL, with the breaker off). @now_ns: monotonic ns, the guard's
+ * first use (last_used_ns, which the registry's idle TTL reads).
+ * Returns RX_OK, or RX_EINVAL for a NULL @g, a @cfg that fails
+ * rx_guard_config_check, or NULL @slots with the breaker on.
+ * Not thread-safe; O(1); no allocation.
  */
 int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
                   struct rx_window_slot *slots, uint64_t now_ns);
@@ -87,7 +94,8 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
  * rx_guard_admit said RX_QUEUE (under the same lock hold).
  * Returns RX_OK and *@wait_ticket, or RX_ENOSPC when the backlog already
  * reaches 3L (the caller refuses the call; counted as a limiter-full
- * refusal) or when the limiter is off. Not thread-safe; O(1).
+ * refusal) or when the limiter is off. @now_ns: monotonic ns.
+ * Not thread-safe; O(1); no allocation.
  */
 int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns,
                      uint64_t *wait_ticket);
@@ -99,7 +107,8 @@ int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns,
  * is gone); RX_QUEUE: not yet, ask again later (the place is kept);
  * RX_REFUSE with @why (limiter-full, or the breaker's reason if the
  * circuit opened meanwhile): the place is gone and the refusal counted.
- * Not thread-safe; O(policies).
+ * With the limiter off, RX_REFUSE (limiter-full) and nothing counted.
+ * @ctx as for rx_guard_admit. Not thread-safe; O(policies); no allocation.
  */
 enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
                                       const struct rx_admit_ctx *ctx,
@@ -110,7 +119,8 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 /*
  * rx_guard_cancel_wait - give a place up (end each place exactly once).
  * @refused: true when the call is refused because of it (the executor's
- * queue timeout): counted as a limiter-full refusal. Not thread-safe; O(1).
+ * queue timeout): counted as a limiter-full refusal. Ignored with the
+ * limiter off. Not thread-safe; O(1); no allocation.
  */
 void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
                           bool refused);
@@ -120,12 +130,13 @@ void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
  * forked child: the threads that held them did not come along (only the
  * forking thread did, and it was not waiting), and a place nobody will ever
  * end would hold a slot and pin the key for good. The dropped place
- * numbers are dead afterwards. Not thread-safe; O(places).
+ * numbers are dead afterwards. Not thread-safe; O(places); no allocation.
  */
 void rx_guard_drop_waiters(struct rx_guard *g);
 
 /* rx_guard_waiters - places held in the limiter's queue (0 when off). The
- * registry never evicts a guard with waiters. O(1). */
+ * registry never evicts a guard with waiters. Not thread-safe (read under
+ * the key's lock); O(1); no allocation. */
 static inline uint32_t rx_guard_waiters(const struct rx_guard *g)
 {
 	return g->limiter.queued;

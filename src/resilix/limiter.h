@@ -134,7 +134,8 @@ enum rx_limiter_algorithm {
 };
 
 /* rx_limiter_algorithm_name - "vegas", "gradient2", "aimd"; "unknown" out
- * of range. Thread-safe, O(1), never NULL. */
+ * of range. A static string, never NULL. Thread-safe, O(1), no
+ * allocation. */
 const char *rx_limiter_algorithm_name(enum rx_limiter_algorithm a);
 
 /*
@@ -142,7 +143,7 @@ const char *rx_limiter_algorithm_name(enum rx_limiter_algorithm a);
  * "gradient2" or "aimd", exactly, as RESILIX_LIMITER spells them).
  * Returns RX_OK and *@out, or RX_EINVAL (NULL or unknown name; *@out
  * untouched). "off" is the executor's business, not an algorithm.
- * Thread-safe, O(1).
+ * Thread-safe, O(1), no allocation.
  */
 int rx_limiter_algorithm_parse(const char *name,
 			       enum rx_limiter_algorithm *out);
@@ -184,7 +185,8 @@ struct rx_limiter_config {
 			     flight seen (ADR-210); default true */
 };
 
-/* rx_limiter_config_default - fill @cfg with the defaults above. O(1). */
+/* rx_limiter_config_default - fill @cfg with the defaults above. Writes
+ * only @cfg: thread-safe; O(1); no allocation. */
 void rx_limiter_config_default(struct rx_limiter_config *cfg);
 
 /*
@@ -193,7 +195,7 @@ void rx_limiter_config_default(struct rx_limiter_config *cfg);
  * clamps), and an unknown algorithm. On RX_EINVAL, *@why (if @why is not
  * NULL) points at a static sentence naming the field and its accepted
  * range. Returns RX_OK or RX_EINVAL (also for a NULL @cfg).
- * Thread-safe, O(1).
+ * Thread-safe, O(1), no allocation.
  */
 int rx_limiter_config_check(const struct rx_limiter_config *cfg,
 			    const char **why);
@@ -344,7 +346,8 @@ int rx_limiter_enqueue(struct rx_limiter *l, uint64_t now_ns,
  * nearer the front, so such a waiter may overtake as many earlier waiters
  * as there are places given up behind it. The first live waiter is always
  * counted at the front, so a free slot is never left unused while someone
- * waits. Not thread-safe; O(1).
+ * waits. @now_ns: monotonic ns, as for admit. Not thread-safe; O(1); no
+ * allocation.
  */
 enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
 					uint64_t wait_ticket, uint64_t now_ns,
@@ -357,14 +360,14 @@ enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
  * nobody waits, is ignored; but places are counted, not stored, so giving
  * up a place that already ended (cancelled, or ended by try_dequeue)
  * while others wait takes one of theirs from the count: end each place
- * exactly once. Not thread-safe; O(1).
+ * exactly once. Not thread-safe; O(1); no allocation.
  */
 void rx_limiter_cancel_wait(struct rx_limiter *l, uint64_t wait_ticket);
 
 /*
  * rx_limiter_stats - fill @out as of @now_ns (which only decides
- * staleness) without changing the limiter (ADR-010).
- * Not thread-safe; O(1).
+ * staleness, monotonic ns) without changing the limiter (ADR-010).
+ * Not thread-safe; O(1); no allocation.
  */
 void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
 		      struct rx_limiter_stats *out);

@@ -55,7 +55,8 @@ int rx_p2_init(struct rx_p2 *e, double p);
  *     the parabolic interpolation of every later estimate). After
  *     UINT64_MAX observations further ones are ignored.
  * Not thread-safe; O(1) (at most four comparisons and three marker
- * adjustments); no allocation.
+ * adjustments); no allocation. Source: the paper's update step, written
+ * without its cell search (ADR-301).
  */
 void rx_p2_add(struct rx_p2 *e, double x);
 
@@ -70,7 +71,8 @@ void rx_p2_add(struct rx_p2 *e, double x);
  */
 double rx_p2_value(const struct rx_p2 *e);
 
-/* rx_p2_count - observations taken since init. O(1). */
+/* rx_p2_count - observations taken since init (non-finite ones are not
+ * taken). Not thread-safe; O(1); no allocation. */
 uint64_t rx_p2_count(const struct rx_p2 *e);
 
 #ifdef __cplusplus

@@ -45,7 +45,8 @@ enum rx_reason {
 };
 
 /* rx_reason_name - "circuit-open", "half-open-busy", "limiter-full", ...;
- * "unknown" out of range. Thread-safe, O(1), never NULL. */
+ * "unknown" out of range. A static string, never NULL. Thread-safe, O(1),
+ * no allocation. */
 const char *rx_reason_name(enum rx_reason r);
 
 struct rx_refusal {

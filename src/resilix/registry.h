@@ -7,9 +7,9 @@
  * TTL bound memory however many keys an attacker or tenant can make up.
  * A guard is pinned while a caller holds it (acquire .. release) and is
  * never evicted while pinned, while calls are in flight or callers wait in
- * its limiter's queue, or while its breaker is not closed. When full and nothing can be evicted, acquire
- * returns NULL: the caller passes the call through unguarded, and the
- * overflow counter says so.
+ * its limiter's queue, or while its breaker is not closed. When full and
+ * nothing can be evicted, acquire returns NULL: the caller passes the call
+ * through unguarded, and the overflow counter says so.
  *
  * Eviction (registry.c): when full, the least recently released idle
  * entry goes (an LRU list, O(1)). Hold the pin from admit to settle: the
@@ -18,7 +18,12 @@
  * (a few entries per acquire) comes across it. Idle TTL: each acquire
  * evicts up to two entries idle for key_ttl_ms, and a key found after that
  * long idle starts from fresh state. Lookup is open addressing with
- * backward-shift deletion (no tombstones), FNV-1a hashed.
+ * backward-shift deletion (no tombstones), FNV-1a hashed (Fowler, Noll,
+ * Vo; Knuth, TAOCP vol. 3, 6.4 Algorithm R).
+ *
+ * Thread safety: none; callers serialise on the registry (the shim holds
+ * its registry lock around acquire and release, and a key's lock around
+ * the guard's calls).
  */
 #ifndef RESILIX_REGISTRY_H
 #define RESILIX_REGISTRY_H
@@ -41,50 +46,76 @@ struct rx_registry_config {
 	                        0 = no idle eviction; at most 30 days */
 };
 
+/* rx_registry_config_default - fill @cfg with the defaults above (1024
+ * keys, about 1 MB with the default breaker window; ten idle minutes).
+ * Writes only @cfg: thread-safe; O(1); no allocation. */
 void rx_registry_config_default(struct rx_registry_config *cfg);
 
 struct rx_registry;
 
 /*
  * rx_registry_create - allocate a registry (the only allocation it makes).
- * Returns RX_OK and *@out, RX_EINVAL for a bad config (either one), or
- * RX_ENOMEM. Not thread-safe.
+ * @rcfg, @gcfg: copied; every key's guard is made from @gcfg.
+ * Allocates, zeroed, max_keys entries (a guard and RX_KEY_MAX + 1 key
+ * bytes each), max_keys x window_calls window slots of 16 bytes (none with
+ * the breaker off) and a hash index of 4-byte cells, the smallest power of
+ * two >= 2 x max_keys.
+ * Returns RX_OK and *@out; RX_EINVAL for a NULL @out or a bad config
+ * (either one; *@out untouched); RX_ENOMEM (*@out NULL, nothing leaked).
+ * Not thread-safe; O(max_keys) besides the zeroing.
  */
 int rx_registry_create(struct rx_registry **out,
                        const struct rx_registry_config *rcfg,
                        const struct rx_guard_config *gcfg);
 
-/* rx_registry_destroy - free everything; NULL is accepted. */
+/* rx_registry_destroy - free everything create allocated; every guard and
+ * key pointer it handed out dies with it. NULL is accepted. Not
+ * thread-safe; O(1). */
 void rx_registry_destroy(struct rx_registry *r);
 
 /*
  * rx_registry_acquire - find or create the guard of a key, and pin it.
- * @key/@len: key bytes (len > RX_KEY_MAX is truncated).
+ * @key/@len: key bytes (len > RX_KEY_MAX is truncated); any bytes, NUL
+ *   included; @key may be NULL only with @len 0 (the empty key).
+ * @now_ns: monotonic ns; earlier than the latest seen counts as no time
+ *   passing (idle ages and the TTL are measured on it).
  * Returns the guard (valid until rx_registry_release), or NULL when the
- * registry is full and no key can be evicted (counted as an overflow).
- * Not thread-safe: callers serialise on the registry. O(1) expected.
+ * registry is full and no key can be evicted (counted as an overflow), or
+ * for a NULL @r or a NULL @key with @len > 0 (not counted).
+ * Not thread-safe: callers serialise on the registry. O(1) expected (at
+ * most two TTL evictions and a bounded scan of parked entries); no
+ * allocation.
  */
 struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
                                      size_t len, uint64_t now_ns);
 
-/* rx_registry_release - unpin a guard returned by acquire. O(1). */
+/* rx_registry_release - unpin a guard returned by acquire. NULL @r or @g,
+ * or a guard that is not pinned (a double release), is ignored. Not
+ * thread-safe; O(1); no allocation. */
 void rx_registry_release(struct rx_registry *r, struct rx_guard *g);
 
 /* rx_registry_index - a guard's stable slot number, 0..max_keys-1, for
- * callers that keep per-guard data (locks) beside the registry. O(1). */
+ * callers that keep per-guard data (locks) beside the registry. @g: a
+ * guard of @r, not NULL. Reads nothing that changes: any thread; O(1); no
+ * allocation. */
 uint32_t rx_registry_index(const struct rx_registry *r,
                            const struct rx_guard *g);
 
-/* rx_registry_key - the key bytes of a guard, NUL-terminated. O(1). */
+/* rx_registry_key - the key bytes of a guard of @r, NUL-terminated; valid
+ * while the guard is pinned (an evicted entry's bytes are reused). Not
+ * thread-safe; O(1); no allocation. */
 const char *rx_registry_key(const struct rx_registry *r,
                             const struct rx_guard *g);
 
-/* Counts: live keys, acquire calls that found no room. O(1). */
+/* rx_registry_count - live keys; rx_registry_overflows - acquire calls
+ * that found no room, since create (saturating). Not thread-safe; O(1);
+ * no allocation. */
 uint32_t rx_registry_count(const struct rx_registry *r);
 uint64_t rx_registry_overflows(const struct rx_registry *r);
 
 /* rx_registry_foreach - call @fn on every live guard (telemetry,
- * snapshot). @fn must not acquire or release. O(max_keys). */
+ * snapshot), pinned or not, in slot order. @fn must not acquire or
+ * release. Not thread-safe; O(max_keys); no allocation. */
 void rx_registry_foreach(struct rx_registry *r,
                          void (*fn)(void *arg, const char *key,
                                     struct rx_guard *g),

@@ -48,7 +48,8 @@ extern "C" {
 
 /*
  * rx_snapshot_size - exact size in bytes rx_snapshot_write needs for @r as
- * it is now. Not thread-safe (callers serialise on the registry); O(keys).
+ * it is now. Not thread-safe (callers serialise on the registry); O(keys);
+ * no allocation.
  */
 size_t rx_snapshot_size(const struct rx_registry *r);
 
@@ -87,7 +88,7 @@ int rx_snapshot_hydrate(struct rx_registry *r, const void *buf, size_t len,
  * rx_snapshot_keys - the key count in the header of the snapshot in
  * @buf/@len, as written (before any key is dropped for age, TTL or room);
  * 0 when @buf does not start with a snapshot header. Reads the header
- * only: no validation of the rest. Thread-safe, O(1).
+ * only: no validation of the rest. Thread-safe, O(1), no allocation.
  */
 uint32_t rx_snapshot_keys(const void *buf, size_t len);
 

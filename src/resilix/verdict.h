@@ -41,7 +41,7 @@ enum rx_phase {
 /*
  * rx_verdict_name - lower-case name ("success", "answered", "overload",
  * "transient", "timeout", "rejected"); "unknown" for out-of-range values.
- * Thread-safe, O(1), never NULL.
+ * Returns a static string, never NULL. Thread-safe, O(1), no allocation.
  */
 const char *rx_verdict_name(enum rx_verdict v);
 
@@ -50,7 +50,8 @@ const char *rx_verdict_name(enum rx_verdict v);
  * @status: the status code; values outside 100..599 are TRANSIENT
  *          (unrecognised). 1xx is not final; callers should not pass it,
  *          it classifies as TRANSIENT.
- * Thread-safe, O(1). Source: DESIGN.md verdict table, ADR-003.
+ * Never fails. Thread-safe, O(1), no allocation.
+ * Source: DESIGN.md verdict table, ADR-003.
  */
 enum rx_verdict rx_verdict_from_http(int status);
 
@@ -62,13 +63,16 @@ enum rx_verdict rx_verdict_from_http(int status);
  * @phase: RX_PHASE_CONNECT or RX_PHASE_IO.
  * ETIMEDOUT at connect and EAGAIN after SO_RCVTIMEO (callers map that to
  * ETIMEDOUT) are TIMEOUT; everything else is TRANSIENT.
- * Thread-safe, O(1). Source: DESIGN.md verdict table, ADR-003.
+ * Never fails. Thread-safe, O(1), no allocation.
+ * Source: DESIGN.md verdict table, ADR-003.
  */
 enum rx_verdict rx_verdict_from_errno(int err, enum rx_phase phase);
 
 /*
  * rx_verdict_is_failure - true for TRANSIENT and TIMEOUT, the verdicts a
- * circuit breaker counts as failures. Thread-safe, O(1).
+ * circuit breaker counts as failures (ADR-003, breaker.h); false for every
+ * other value, out-of-range ones included. Thread-safe, O(1), no
+ * allocation.
  */
 bool rx_verdict_is_failure(enum rx_verdict v);
 

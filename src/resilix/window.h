@@ -4,7 +4,10 @@
  * Holds the last `capacity` calls and only those younger than max_age_ns.
  * A preallocated ring with running counters: push is O(1), eviction by age
  * advances the tail (amortised O(1) per call, each slot leaves once).
- * Storage is supplied by the caller, so nothing here allocates.
+ * Storage is supplied by the caller, so nothing here allocates. Source:
+ * resilience4j's count window (ring + running totals), with exact per-call
+ * stamps for the age bound; the data path is inline in the breaker
+ * (ADR-182). Thread safety: none; callers serialise per window.
  */
 #ifndef RESILIX_WINDOW_H
 #define RESILIX_WINDOW_H
@@ -53,17 +56,20 @@ int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
 /*
  * rx_window_expire - evict slots whose age (now_ns - t_ns) is >= max_age_ns,
  * so the window holds only calls strictly younger than max age. A slot
- * stamped later than @now_ns has age 0. Amortised O(1): each slot leaves
- * once. Not thread-safe.
+ * stamped later than @now_ns has age 0. @now_ns: monotonic ns. No effect
+ * when max_age_ns is 0. Amortised O(1): each slot leaves once. Not
+ * thread-safe; no allocation.
  */
 void rx_window_expire(struct rx_window *w, uint64_t now_ns);
 
-/* rx_window_push - record one outcome at now_ns (evicting the oldest when
- * full, and anything past max age). O(1) amortised, not thread-safe. */
+/* rx_window_push - record one outcome at @now_ns, monotonic ns (evicting
+ * the oldest when full, and anything past max age). @flags: RX_SLOT_*
+ * bits; any other bit is ignored. O(1) amortised, not thread-safe, no
+ * allocation. */
 void rx_window_push(struct rx_window *w, uint64_t now_ns, uint32_t flags);
 
 /* rx_window_clear - forget every slot (aged_out is kept). O(1), not
- * thread-safe. */
+ * thread-safe, no allocation. */
 void rx_window_clear(struct rx_window *w);
 
 #ifdef __cplusplus

@@ -1,0 +1,78 @@
+/*
+ * registry-inl.h - the registry's layout, shared by registry.c and the
+ * snapshot code (snapshot.c), and the registry's internal entry points the
+ * snapshot loader and merge use. Never installed (ADR-320).
+ *
+ * An entry is a guard plus its key and bookkeeping; the guard comes first
+ * so a struct rx_guard * converts back to its entry. Entries live in one of
+ * four places: the free list, pinned (no list), the idle list (unpinned and
+ * evictable when last released, in release order: the LRU), or the parked
+ * list (unpinned but holding calls in flight or a breaker that is not
+ * closed when last released).
+ */
+#ifndef RESILIX_REGISTRY_INL_H
+#define RESILIX_REGISTRY_INL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resilix/registry.h"
+
+#define RX__NIL UINT32_MAX
+
+enum rx__list_id {
+	RX__LIST_FREE = 0,
+	RX__LIST_PINNED,
+	RX__LIST_IDLE,
+	RX__LIST_PARKED
+};
+
+struct rx__entry {
+	struct rx_guard guard;	/* first: rx__entry_of relies on it */
+	uint64_t idle_since_ns; /* last use when last released */
+	uint32_t hash;
+	uint32_t pins;
+	uint32_t prev, next; /* list links, entry indices or RX__NIL */
+	uint16_t key_len;
+	uint8_t list; /* enum rx__list_id */
+	char key[RX_KEY_MAX + 1];
+};
+
+struct rx__list {
+	uint32_t head, tail;
+};
+
+struct rx_registry {
+	struct rx_registry_config cfg;
+	struct rx_guard_config gcfg;
+	struct rx__entry *entries;    /* max_keys */
+	struct rx_window_slot *slots; /* max_keys x window_calls, or NULL */
+	uint32_t *table;	      /* entry index + 1; 0 = empty */
+	uint32_t table_mask;	      /* table size - 1, a power of two */
+	uint32_t slots_per_key;
+	uint32_t count;
+	uint64_t overflows;
+	uint64_t last_now_ns;
+	struct rx__list free, idle, parked;
+};
+
+static inline struct rx__entry *rx__entry_of(const struct rx_guard *g)
+{
+	return (struct rx__entry *)(void *)g;
+}
+
+/* Find-or-insert without pinning and without running eviction, for the
+ * snapshot loader (registry.c). Returns NULL when no free entry is left.
+ * A new entry is on no list until rx__registry_place puts it on one. */
+struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
+				      size_t len, uint64_t now_ns);
+
+/* Put an unpinned entry on the idle or parked list, as a release does. */
+void rx__registry_place(struct rx_registry *r, struct rx__entry *e);
+
+/* Give a live, unpinned entry a fresh guard and take it off its list, for
+ * the snapshot merge; rx__registry_place puts it back. */
+void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
+			uint64_t now_ns);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * window-inl.h - the inline half of window.c: the sliding window's data
+ * path, so that the breaker's settle compiles it inline (the window is the
+ * breaker's data structure): a call into the library costs more than the
+ * push itself, and the exported rx_window_* functions cannot be inlined
+ * across files (ADR-182). window.c's functions are these. Never installed;
+ * included by window.c and breaker-inl.h (ADR-320).
+ */
+#ifndef RESILIX_WINDOW_INL_H
+#define RESILIX_WINDOW_INL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "resilix/window.h"
+
+/* Remove the oldest slot and take it out of the running counters. */
+static inline void rx__window_drop_tail(struct rx_window *w)
+{
+	const struct rx_window_slot *s = &w->slots[w->tail];
+	w->failures -= (s->flags & RX_SLOT_FAILURE) != 0;
+	w->slow -= (s->flags & RX_SLOT_SLOW) != 0;
+	w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
+	w->count--;
+}
+
+/* rx_window_expire; true when it evicted a slot. */
+static inline bool rx__window_expire(struct rx_window *w, uint64_t now_ns)
+{
+	bool evicted = false;
+
+	if (w->max_age_ns == 0)
+		return false;
+	while (w->count > 0 &&
+	       rx__sat_sub(now_ns, w->slots[w->tail].t_ns) >= w->max_age_ns) {
+		rx__window_drop_tail(w);
+		w->aged_out = rx__sat_add(w->aged_out, 1);
+		evicted = true;
+	}
+	return evicted;
+}
+
+/* rx_window_push without its age eviction, for a caller that has just
+ * run rx__window_expire at the same @now_ns (which leaves nothing for a
+ * second pass to evict). */
+static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
+				     uint32_t flags)
+{
+	flags &= RX_SLOT_FAILURE | RX_SLOT_SLOW;
+	if (w->count == w->capacity) {
+		/* A full ring, the steady state: the new slot takes the
+		 * oldest one's place, which is the tail, and the tail moves
+		 * on; the count stays (ADR-302). */
+		struct rx_window_slot *s = &w->slots[w->tail];
+		uint32_t old = s->flags;
+		w->failures +=
+		    (flags & RX_SLOT_FAILURE) - (old & RX_SLOT_FAILURE);
+		w->slow += (flags >> 1) - ((old & RX_SLOT_SLOW) >> 1);
+		s->t_ns = now_ns;
+		s->flags = flags;
+		s->pad = 0;
+		w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
+		return;
+	}
+	uint32_t head = w->tail + w->count;
+	if (head >= w->capacity)
+		head -= w->capacity;
+	w->slots[head].t_ns = now_ns;
+	w->slots[head].flags = flags;
+	w->slots[head].pad = 0;
+	w->count++;
+	w->failures += (flags & RX_SLOT_FAILURE) != 0;
+	w->slow += (flags & RX_SLOT_SLOW) != 0;
+}
+
+#endif
