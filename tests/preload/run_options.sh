@@ -18,6 +18,12 @@ RUN=$RESILIX_SRCDIR/scripts/resilix-run
 out=$RX_TMP/out err=$RX_TMP/err
 rx_dump_on_fail "$out" "$err"
 export RESILIX_SO
+# A program that runs under the shim needs a sanitizer build's runtime
+# preloaded first (ADR-200), as resilix-run keeps it.
+if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
+	export LD_PRELOAD=$RESILIX_SANITIZE_RUNTIME
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 
 while read -r args; do
 	# shellcheck disable=SC2086 # the words of $args are the options
