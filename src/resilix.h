@@ -15,6 +15,8 @@
 #include "resilix/breaker.h"
 #include "resilix/p2.h"
 #include "resilix/limiter.h"
+#include "resilix/bulkhead.h"
+#include "resilix/ratelimit.h"
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"

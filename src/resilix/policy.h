@@ -86,6 +86,8 @@ struct rx_observation {
 enum rx_policy_kind {
 	RX_POLICY_BREAKER = 0,
 	RX_POLICY_LIMITER,
+	RX_POLICY_BULKHEAD,     /* bulkhead.h */
+	RX_POLICY_RATELIMIT,    /* ratelimit.h */
 	RX_POLICY_KIND_COUNT
 };
 

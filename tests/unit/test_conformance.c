@@ -198,11 +198,104 @@ static const struct conformance_factory limiter_factory = {
 		     UINT64_C(1) << LIM_SHED_FULL,
 };
 
+/* --- bulkhead ----------------------------------------------------------- */
+
+static const struct rx_policy_ops *bulkhead_make(void *mem, uint64_t seed,
+						 void **self)
+{
+	struct rx_bulkhead *b = mem;
+	struct rx_bulkhead_config c;
+	/* Caps around CONF_HELD, so that held calls fill it. */
+	c.max_in_flight = 1 + (uint32_t)(seed % (CONF_HELD + 2));
+	CU_ASSERT_EQUAL_FATAL(rx_bulkhead_init(b, &c), RX_OK);
+	*self = b;
+	return &rx_bulkhead_ops;
+}
+
+enum { BH_REFUSED = 2, BH_QUEUED };
+
+static size_t bulkhead_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			     size_t max)
+{
+	struct rx_bulkhead_stats s;
+	(void)now_ns;
+	rx_bulkhead_stats(self, &s);
+	const uint64_t v[] = {
+	    s.max_in_flight,
+	    s.in_flight,
+	    [BH_REFUSED] = s.refused,
+	    [BH_QUEUED] = s.queued,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory bulkhead_factory = {
+    .name = "bulkhead",
+    .make = bulkhead_make,
+    .stats = bulkhead_stats,
+    .refusal_stats = UINT64_C(1) << BH_REFUSED | UINT64_C(1) << BH_QUEUED,
+};
+
+/* --- rate limiter ------------------------------------------------------- */
+
+static const struct rx_policy_ops *ratelimit_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	struct rx_ratelimit *r = mem;
+	struct rx_rng g;
+	struct rx_ratelimit_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0x7a7e));
+	/* Rates near the history's (about 30 calls a second, with pauses),
+	 * so that the bucket empties, refills and stays full by turns. */
+	c.tokens = 1 + rx_rng_next(&g) % 40;
+	c.period_ms = rx_rng_next(&g) % 2 ? 1000 : 100 + rx_rng_next(&g) % 3000;
+	c.burst = rx_rng_next(&g) % 3 ? rx_rng_next(&g) % 6 : 0;
+	CU_ASSERT_EQUAL_FATAL(rx_ratelimit_init(r, &c), RX_OK);
+	*self = r;
+	return &rx_ratelimit_ops;
+}
+
+enum { RL_REFUSED = 3, RL_QUEUED };
+
+static size_t ratelimit_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	const struct rx_ratelimit *r = self;
+	struct rx_ratelimit_stats s;
+	rx_ratelimit_stats(r, now_ns, &s);
+	const uint64_t v[] = {
+	    s.tokens,
+	    s.burst,
+	    s.wait_ns,
+	    [RL_REFUSED] = s.refused,
+	    [RL_QUEUED] = s.queued,
+	    /* The fraction of a token too: a refund must be exact. */
+	    r->units,
+	    rx_ratelimit_next_ns(r, now_ns),
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory ratelimit_factory = {
+    .name = "ratelimit",
+    .make = ratelimit_make,
+    .stats = ratelimit_stats,
+    .refusal_stats = UINT64_C(1) << RL_REFUSED | UINT64_C(1) << RL_QUEUED,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
     [RX_POLICY_BREAKER] = &breaker_factory,
     [RX_POLICY_LIMITER] = &limiter_factory,
+    [RX_POLICY_BULKHEAD] = &bulkhead_factory,
+    [RX_POLICY_RATELIMIT] = &ratelimit_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
@@ -277,7 +370,8 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			struct rx_refusal why;
 			uint64_t before[CONF_STATS_MAX], after[CONF_STATS_MAX];
 			size_t nb = f->stats(sa, now, before, CONF_STATS_MAX);
-			if (ops->admit(sa, &x, &t, &why) == RX_ADMIT) {
+			enum rx_decision dx = ops->admit(sa, &x, &t, &why);
+			if (dx == RX_ADMIT) {
 				struct rx_observation o = {RX_REJECTED, 0, now};
 				ops->settle(sa, &t, &o);
 				extra++;
