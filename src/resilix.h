@@ -17,6 +17,7 @@
 #include "resilix/limiter.h"
 #include "resilix/bulkhead.h"
 #include "resilix/ratelimit.h"
+#include "resilix/throttler.h"
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"

@@ -88,6 +88,7 @@ enum rx_policy_kind {
 	RX_POLICY_LIMITER,
 	RX_POLICY_BULKHEAD,     /* bulkhead.h */
 	RX_POLICY_RATELIMIT,    /* ratelimit.h */
+	RX_POLICY_THROTTLER,    /* throttler.h */
 	RX_POLICY_KIND_COUNT
 };
 

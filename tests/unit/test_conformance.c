@@ -23,6 +23,12 @@
  * failure, as is any change an admitted-then-released call leaves behind
  * (ADR-139).
  *
+ * A policy whose own refusals are evidence (the throttler counts a
+ * throttled call as a request, ADR-424) sets mirror_refusals instead: an
+ * extra call A refuses was a real call, so B is asked the same (with a
+ * copy of its own generator) and must refuse it the same way; no offset
+ * is carried. Only admitted-then-released calls are A's alone (ADR-430).
+ *
  * To register a policy: add its kind to enum rx_policy_kind (policy.h), a
  * make/stats pair here, and its entry in factories[].
  */
@@ -56,6 +62,8 @@ struct conformance_factory {
 	/* Bit i set: statistic i counts refusals (may grow on a refused
 	 * extra call, and only then). */
 	uint64_t refusal_stats;
+	/* A refused extra call is given to B too (ADR-430). */
+	bool mirror_refusals;
 };
 
 static uint64_t bits_of(double d)
@@ -289,6 +297,53 @@ static const struct conformance_factory ratelimit_factory = {
     .refusal_stats = UINT64_C(1) << RL_REFUSED | UINT64_C(1) << RL_QUEUED,
 };
 
+/* --- throttler ---------------------------------------------------------- */
+
+static const struct rx_policy_ops *throttler_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	static const double ks[] = {1.0, 1.1, 2.0, 3.0};
+	static const double caps[] = {1.0, 0.9, 0.5};
+	struct rx_throttler *t = mem;
+	struct rx_rng g;
+	struct rx_throttler_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0x7410));
+	rx_throttler_config_default(&c);
+	/* Short periods, so that buckets leave the ring within a history
+	 * (it lasts about a minute), and tickets outlive their bucket. */
+	c.k = ks[rx_rng_next(&g) % 4];
+	c.max_reject = caps[rx_rng_next(&g) % 3];
+	c.period_ms = 1000 + rx_rng_next(&g) % 10000;
+	c.buckets = 1 + (uint32_t)(rx_rng_next(&g) % 20);
+	CU_ASSERT_EQUAL_FATAL(rx_throttler_init(t, &c), RX_OK);
+	*self = t;
+	return &rx_throttler_ops;
+}
+
+static size_t throttler_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	struct rx_throttler_stats s;
+	rx_throttler_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    s.requests,
+	    s.accepts,
+	    bits_of(s.reject_probability),
+	    s.throttled,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory throttler_factory = {
+    .name = "throttler",
+    .make = throttler_make,
+    .stats = throttler_stats,
+    .mirror_refusals = true,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
@@ -296,6 +351,7 @@ static const struct conformance_factory *const factories[] = {
     [RX_POLICY_LIMITER] = &limiter_factory,
     [RX_POLICY_BULKHEAD] = &bulkhead_factory,
     [RX_POLICY_RATELIMIT] = &ratelimit_factory,
+    [RX_POLICY_THROTTLER] = &throttler_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
@@ -375,6 +431,18 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 				struct rx_observation o = {RX_REJECTED, 0, now};
 				ops->settle(sa, &t, &o);
 				extra++;
+			} else if (f->mirror_refusals) {
+				/* A real call: B is asked it too (ADR-430). */
+				struct rx_rng sb_rng = rng_b;
+				struct rx_admit_ctx xb = {now, &sb_rng,
+							  can_wait};
+				struct rx_ticket tb;
+				struct rx_refusal wb;
+				CU_ASSERT_EQUAL_FATAL(
+				    ops->admit(sb, &xb, &tb, &wb), dx);
+				CU_ASSERT_EQUAL_FATAL(wb.reason, why.reason);
+				CU_ASSERT_EQUAL_FATAL(wb.retry_after_ms,
+						      why.retry_after_ms);
 			} else {
 				/* A real refusal: only refusal counters may
 				 * move, and they stay ahead of B's by it. */
