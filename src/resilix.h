@@ -18,6 +18,7 @@
 #include "resilix/bulkhead.h"
 #include "resilix/ratelimit.h"
 #include "resilix/throttler.h"
+#include "resilix/retry.h"
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"

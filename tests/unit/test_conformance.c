@@ -344,6 +344,52 @@ static const struct conformance_factory throttler_factory = {
     .mirror_refusals = true,
 };
 
+/* --- retry budget ------------------------------------------------------- */
+
+static const struct rx_policy_ops *budget_make(void *mem, uint64_t seed,
+					       void **self)
+{
+	struct rx_retry_budget *b = mem;
+	struct rx_rng g;
+	struct rx_retry_budget_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0xb0d9));
+	rx_retry_budget_config_default(&c);
+	/* admit withdraws and nothing deposits, so the floor alone pays:
+	 * large enough to admit for a while, small enough to run out, and
+	 * short ttls, so withdrawals expire within a history. */
+	c.ttl_ms = 1000 + rx_rng_next(&g) % 4000;
+	c.min_retries_per_s = 1 + (uint32_t)(rx_rng_next(&g) % 40);
+	c.buckets = 1 + (uint32_t)(rx_rng_next(&g) % 20);
+	CU_ASSERT_EQUAL_FATAL(rx_retry_budget_init(b, &c), RX_OK);
+	*self = b;
+	return &rx_retry_budget_ops;
+}
+
+enum { RB_REFUSED = 4 };
+
+static size_t budget_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			   size_t max)
+{
+	struct rx_retry_budget_stats s;
+	rx_retry_budget_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    (uint64_t)s.balance_units, s.retries_available,
+	    s.first_attempts,	       s.retries,
+	    [RB_REFUSED] = s.refused,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory budget_factory = {
+    .name = "retry-budget",
+    .make = budget_make,
+    .stats = budget_stats,
+    .refusal_stats = UINT64_C(1) << RB_REFUSED,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
@@ -352,6 +398,7 @@ static const struct conformance_factory *const factories[] = {
     [RX_POLICY_BULKHEAD] = &bulkhead_factory,
     [RX_POLICY_RATELIMIT] = &ratelimit_factory,
     [RX_POLICY_THROTTLER] = &throttler_factory,
+    [RX_POLICY_RETRY_BUDGET] = &budget_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
