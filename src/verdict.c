@@ -39,6 +39,7 @@ const char *rx_reason_name(enum rx_reason r)
 	    [RX_REASON_RATE_LIMITED] = "rate-limited",
 	    [RX_REASON_THROTTLED] = "throttled",
 	    [RX_REASON_REGISTRY_FULL] = "registry-full",
+	    [RX_REASON_BUDGET_EXCEEDED] = "budget-exceeded",
 	};
 	if ((unsigned)r >= RX_REASON_COUNT || names[r] == NULL)
 		return "unknown";
