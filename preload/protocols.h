@@ -31,10 +31,15 @@ static inline enum rx_proto_id rx__proto_id(const struct rx_proto_state *st)
 	return (enum rx_proto_id)__atomic_load_n(&st->id, __ATOMIC_RELAXED);
 }
 
-/* rx__proto_open - a new connection: nobody's yet. O(1). */
+/* rx__proto_open - a new connection: nobody's yet (stripe lock held; the
+ * id and flags are stored atomically, as they are read without it). */
 static inline void rx__proto_open(struct rx_proto_state *st)
 {
-	memset(st, 0, sizeof(*st));
+	__atomic_store_n(&st->id, (uint8_t)RX_PROTO_UNKNOWN, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->flags, (uint8_t)0, __ATOMIC_RELAXED);
+	st->layer = RX_PROTO_LAYER_SOCKET;
+	st->spare = 0;
+	memset(st->u.bytes, 0, sizeof(st->u.bytes));
 }
 
 /* rx__proto_next - a new call on the connection: its module forgets the
