@@ -154,7 +154,7 @@ static const struct var vars[] = {
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
 /*
- * Names DESIGN.md reserves for policies and features this version does
+ * Names docs/design.md reserves for policies and features this version does
  * not implement yet. Setting one is not a typo, but it does nothing, and
  * the user should hear so.
  */
@@ -428,7 +428,7 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 
 			/* Some users expect 1 to mean "trip at 100 %"; the
 			 * condition is "strictly above", so say what 1
-			 * really does (DESIGN.md, Configuration). */
+			 * really does (docs/design.md, Configuration). */
 			snprintf(msg, sizeof(msg),
 				 "%s=1 disables the %s condition (the breaker "
 				 "trips when the rate is strictly above the "
