@@ -2,7 +2,7 @@
  * verdict.c - classification of call outcomes into verdicts (ADR-003) and
  * the stable names of verdicts and refusal reasons.
  *
- * The table is DESIGN.md's: 2xx/3xx success; 4xx other than 408/429
+ * The table is docs/design.md's: 2xx/3xx success; 4xx other than 408/429
  * answered; 429 and 503 overload; 408 and 504 timeout; every other 5xx and
  * anything unrecognised (including status codes outside 100..599 and
  * errnos we do not know) transient. Unrecognised reads as transient because
