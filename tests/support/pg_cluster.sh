@@ -22,7 +22,7 @@
 # Never leaves a process behind: every wait is bounded (RX_PG_WAIT_S,
 # 30 s), the stop is `pg_ctl stop -m immediate` then SIGKILL by pid, an
 # EXIT trap stops the cluster (chained before any EXIT trap already set,
-# such as lib.sh's), and a watchdog in its own session stops it when the
+# such as lib.sh's), and a watchdog detached by setsid stops it when the
 # owning shell dies without running its traps (SIGKILL) or after
 # RX_PG_MAX_S (600 s). Needs: PostgreSQL's server binaries (Debian's
 # postgresql package: /usr/lib/postgresql/N/bin), psql, python3 (to find
@@ -66,7 +66,7 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
 }
 
-# rx__pg_watchdog OWNER_PID: a process in its own session that stops the
+# rx__pg_watchdog OWNER_PID: a process detached by setsid that stops the
 # cluster once OWNER_PID is gone, the postmaster died, or RX_PG_MAX_S
 # passed. Its pid goes to $RX_PG_DIR/watchdog.pid.
 rx__pg_watchdog() {

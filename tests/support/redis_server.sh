@@ -20,7 +20,7 @@
 # Never leaves a process behind: the start waits at most RX_REDIS_WAIT_S
 # (10 s) for the server to answer; the stop is SIGTERM, then SIGKILL by
 # pid after 5 s; an EXIT trap stops every server (chained before any EXIT
-# trap already set, such as lib.sh's); a watchdog in its own session
+# trap already set, such as lib.sh's); a watchdog detached by setsid
 # kills a server whose owning shell died without running its traps
 # (SIGKILL), or after RX_REDIS_MAX_S (600 s). Needs redis-server and
 # redis-cli (Debian's redis-server and redis-tools) and python3 (to find

@@ -1534,7 +1534,7 @@ static const struct wire_chunk pg_cancel[] = {
     {'c', pg_cancel_0, sizeof(pg_cancel_0)}, {0, NULL, 0}};
 
 /* ---------------------------------------------------------------------
- * The module through the replay helper
+ * The module through wire_replay.h
  * ------------------------------------------------------------------- */
 
 static void op_init(void *st)
