@@ -789,7 +789,7 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		 * still being sent after an early response continues the
 		 * exchange, never refused, never half-sent (ADR-191). */
 		if (!rx__proto_starts(&e->proto, iov, iovcnt))
-			goto pass;
+			goto idle;
 		if (!rx__fd_still_ours(fd, e)) {
 			/* The socket is gone; the number is another file's
 			 * now: never refuse a write to it (ADR-190). */
@@ -809,15 +809,29 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		ph = rx__fd_phase(e);
 	}
 	if (ph != RX_FD_CONNECTING && ph != RX_FD_WAITING)
-		goto pass;
+		goto idle;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	op->iov = iov;
+	op->iovcnt = iovcnt;
 	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
 		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	return RX_OP_TRACK;
+idle:
+	/* A write that starts no call on an answered connection: a module
+	 * that frames every byte written still reads it (ADR-408). */
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active &&
+	    rx__proto_frames_writes(&e->proto) && rx__owner_fast()) {
+		op->phase = (uint8_t)ph;
+		op->epoch =
+		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
+		op->iov = iov;
+		op->iovcnt = iovcnt;
+		return RX_OP_TRACK;
+	}
 pass:
 	rx__inside = 0;
 	return RX_OP_PASS;
@@ -845,6 +859,39 @@ static bool answered_early(struct rx_op *op)
 	return true;
 }
 
+/*
+ * The @n bytes @op sent, to a module that frames the bytes written
+ * (ADR-408). It may say the connection carries no call (released, no
+ * evidence: a PostgreSQL CancelRequest) or that it stopped framing (an
+ * answered connection then stops being tracked; a call in flight is left
+ * to the default rule at its first byte). Bytes of another call's epoch
+ * (a race with a close or a reconnect) are not this connection's.
+ */
+static void wrote(struct rx_op *op, size_t n)
+{
+	struct rx_fd *e = op->e;
+	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
+	enum rx_fd_phase ph;
+	struct rx_lock *l;
+
+	if (!rx__owner_fast())
+		return;
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) ==
+		op->epoch &&
+	    ph != RX_FD_UNTRACKED && ph != RX_FD_DONE) {
+		w = rx__proto_wrote(&e->proto, op->iov, op->iovcnt, n);
+		if (w == RX_PROTO_WROTE_UNFRAMED && ph == RX_FD_IDLE)
+			atomic_store_explicit(&e->phase, RX_FD_DONE,
+					      memory_order_release);
+	}
+	rx__unlock(l);
+	if (w == RX_PROTO_WROTE_NO_CALL)
+		fail_call(op, RX_REJECTED, "no-call");
+}
+
 void rx__write_end(struct rx_op *op, ssize_t n)
 {
 	int err;
@@ -852,6 +899,8 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 	if (n > 0) {
 		if (op->phase == RX_FD_CONNECTING)
 			connected(op);
+		if (rx__proto_frames_writes(&op->e->proto))
+			wrote(op, (size_t)n);
 		rx__inside = 0;
 		return;
 	}

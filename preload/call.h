@@ -42,6 +42,10 @@ struct rx_op {
 	bool again;	/* connect on a socket whose connect is pending */
 	bool peek;	/* MSG_PEEK: bytes will be read again */
 	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
+	/* Sending: the bytes (NULL: unseen), for a module that frames what
+	 * is written (proto.h, ADR-408). */
+	const struct iovec *iov;
+	int iovcnt;
 };
 
 /*
@@ -106,7 +110,10 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * connection) and the bytes @iov (@iovcnt entries, NULL when unknown)
  * begin a new request (ADR-191), and may refuse it; any other write
  * continues the current exchange and is never refused. @iov is read only
- * then, on a tracked fd. end settles the call on an I/O error.
+ * then, on a tracked fd, and by end when the connection's module frames
+ * the bytes written (ADR-408): end feeds it the bytes sent (@n of them;
+ * a caller whose @n is not a byte count, sendmmsg's, clears op->iov
+ * first). end settles the call on an I/O error.
  */
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 				    size_t len, const struct iovec *iov,

@@ -53,6 +53,7 @@
 
 _Atomic uint32_t *rx__fd_map;
 struct rx_fd *rx__fd_pool;
+struct rx_fd_wide *rx__fd_wide_pool;
 _Atomic uint32_t rx__fd_capacity;
 
 struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
@@ -64,7 +65,7 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 {
 	struct rlimit rl;
 	uint64_t want = 1024;
-	size_t map_bytes, pool_bytes;
+	size_t map_bytes, pool_bytes, wide_bytes;
 	void *p;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -83,13 +84,18 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	 * map goes first, page-aligned; the records follow on a page. */
 	map_bytes = ((size_t)want * sizeof(uint32_t) + 4095) & ~(size_t)4095;
 	pool_bytes = ((size_t)want + 1) * sizeof(struct rx_fd);
-	p = mmap(NULL, map_bytes + pool_bytes, PROT_READ | PROT_WRITE,
+	/* The wide protocol slots follow the records (ADR-408). */
+	wide_bytes = ((size_t)want + 1) * sizeof(struct rx_fd_wide);
+	p = mmap(NULL, map_bytes + pool_bytes + wide_bytes,
+		 PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	end_hook = end;
 	rx__fd_map = p;
 	rx__fd_pool = (struct rx_fd *)((char *)p + map_bytes);
+	rx__fd_wide_pool =
+	    (struct rx_fd_wide *)((char *)p + map_bytes + pool_bytes);
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
 			      memory_order_release);
 	return 0;

@@ -20,6 +20,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base.h"
@@ -82,6 +83,14 @@ struct rx_fd {
 _Static_assert(sizeof(struct rx_fd) == RX_FD_ENTRY_BYTES,
 	       "struct rx_fd outgrew its slot: raise RX_FD_ENTRY_BYTES");
 
+/* The records' wide protocol slots (proto.h, ADR-408): slot i belongs to
+ * record i. Beside the records rather than in them: only connections a
+ * framed module claimed touch theirs. */
+struct rx_fd_wide {
+	unsigned char bytes[RX_PROTO_WIDE_BYTES];
+} __attribute__((aligned(RX_PROTO_WIDE_BYTES)));
+extern struct rx_fd_wide *rx__fd_wide_pool RX_HIDDEN;
+
 /* Per fd: its record's index, or 0. */
 extern _Atomic uint32_t *rx__fd_map RX_HIDDEN;
 /* Records 1..capacity (0 unused). */
@@ -115,6 +124,16 @@ static inline struct rx_fd *rx__fd_get(int fd)
 		return NULL;
 	i = atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire);
 	return i ? &rx__fd_pool[i] : NULL;
+}
+
+/* rx__fd_proto_wide - the wide slot of the record whose protocol state is
+ * @st (a record's `proto`, never another rx_proto_state). O(1). */
+static inline void *rx__fd_proto_wide(struct rx_proto_state *st)
+{
+	struct rx_fd *e =
+	    (struct rx_fd *)(void *)((char *)st - offsetof(struct rx_fd, proto));
+
+	return rx__fd_wide_pool[e - rx__fd_pool].bytes;
 }
 
 /* rx__fd_phase_at - the phase of @fd, which must be below the capacity:

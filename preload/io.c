@@ -597,7 +597,9 @@ RX_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	if (b < 0)
 		return -1;
 	rc = rx__real_sendmmsg(fd, vec, n, flags);
-	/* rc counts messages; any message sent means bytes went out. */
+	/* rc counts messages; any message sent means bytes went out. Not a
+	 * byte count: a module that frames writes cannot be fed. */
+	op.iov = NULL;
 	rx__write_end(&op, rc);
 	return rc;
 }

@@ -76,6 +76,32 @@
  * layer through the same entry points of call.c, for the same record;
  * rx_proto_state.layer then says which layer feeds it, and the socket
  * layer stops feeding ciphertext.
+ *
+ * The framed modules (proto_framed.c: PostgreSQL, Redis, ADR-408) frame
+ * both directions, so they have that fifth function:
+ *
+ *   enum rx_proto_wrote rx__m_wrote(struct rx_proto_state *st,
+ *                                   const struct iovec *iov, int iovcnt,
+ *                                   size_t n)
+ *       The @n bytes a write sent, from the start of @iov (NULL: bytes
+ *       the shim cannot see - sendfile, splice, sendmmsg), for every
+ *       write of a tracked connection that is not done, including those
+ *       that start no call. Stripe lock held. Returns RX_PROTO_WROTE_OK,
+ *       _UNFRAMED (the module lost or gave up the framing: a call in
+ *       flight is left to the default rule, an answered connection stops
+ *       being tracked) or _NO_CALL (the connection carries no call, as a
+ *       PostgreSQL CancelRequest's: the call is released, no evidence).
+ *
+ * Their state (32 bytes) outgrows RX_PROTO_STATE_BYTES: it lives in the
+ * record's wide slot, RX_PROTO_WIDE_BYTES in a table beside the records
+ * at the same index (fdtable.h, rx__fd_proto_wide), mapped at start-up
+ * with them and touched only by connections such a module claimed, so
+ * the record keeps its 256 bytes and the HTTP path its cache lines. Their
+ * functions take the rx_proto_state and find the slot; the claim zeroes
+ * it. They are not fed the response bytes read while no call waits (the
+ * read fast path stays a load and a branch): rx__m_next takes the
+ * server's side to be at a message boundary, as it is for a client that
+ * reads each answer whole before its next request (docs/limits.md).
  */
 #ifndef RESILIX_PRELOAD_PROTO_H
 #define RESILIX_PRELOAD_PROTO_H
@@ -90,7 +116,9 @@
 /* The modules. 0: no module claimed the connection (yet). */
 enum rx_proto_id {
 	RX_PROTO_UNKNOWN = 0,
-	RX_PROTO_HTTP /* HTTP/1.x: proto_http.c */
+	RX_PROTO_HTTP,	/* HTTP/1.x: proto_http.c */
+	RX_PROTO_PG,	/* PostgreSQL protocol 3: proto_framed.c, proto_pg.c */
+	RX_PROTO_REDIS	/* RESP2/RESP3: proto_framed.c, proto_redis.c */
 };
 
 /* Which layer feeds the record's bytes. Only the socket layer today. */
@@ -101,6 +129,16 @@ enum rx_proto_layer {
 
 /* A module's per-connection state, in bytes (see the manual above). */
 #define RX_PROTO_STATE_BYTES 12
+
+/* A framed module's state, in the record's wide slot (see above). */
+#define RX_PROTO_WIDE_BYTES 64
+
+/* What a framed module says of bytes written (rx__m_wrote). */
+enum rx_proto_wrote {
+	RX_PROTO_WROTE_OK = 0,	 /* framed: go on */
+	RX_PROTO_WROTE_UNFRAMED, /* not framed any more: the default rule */
+	RX_PROTO_WROTE_NO_CALL	 /* the connection carries no call */
+};
 
 /* Set in rx_proto_state.flags. */
 #define RX_PROTO_ASKED 1 /* recognition was asked (once per connection) */

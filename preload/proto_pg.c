@@ -57,6 +57,17 @@ void rx__pg_init(struct rx_pg *s)
 	*s = (struct rx_pg){0};
 }
 
+void rx__pg_resync(struct rx_pg *s)
+{
+	s->s_state = S_TYPE;
+	s->s_pos = 0;
+	s->s_type = 0;
+	s->s_left = 0;
+	s->s_word = 0;
+	s->e_field = 0;
+	s->e_len = 0;
+}
+
 bool rx__pg_call_open(const struct rx_pg *s)
 {
 	return (s->flags & F_CALL) != 0;

@@ -110,6 +110,15 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 bool rx__pg_call_open(const struct rx_pg *s);
 
 /*
+ * rx__pg_resync - a call starts on a connection whose server bytes since
+ * the last verdict were not all fed (the shim reads only what a waiting
+ * call reads, ADR-408): the server's side restarts at a message boundary,
+ * as it is when the client read the last answer whole. The client's side
+ * and the flags are untouched. O(1).
+ */
+void rx__pg_resync(struct rx_pg *s);
+
+/*
  * rx__pg_sqlstate_verdict - the verdict of an ErrorResponse's SQLSTATE
  * (ADR-402, ADR-403).
  * @code: the five characters of the C field (not NUL-terminated; NULL

@@ -90,6 +90,15 @@ void rx__redis_init(struct rx_redis *r)
 	*r = (struct rx_redis){0};
 }
 
+void rx__redis_resync(struct rx_redis *r)
+{
+	r->s_pending = 0;
+	r->s_n = 0;
+	r->s_state = ST_TYPE;
+	r->s_flags = 0;
+	r->m = (struct rx_redis_match){0};
+}
+
 bool rx__redis_call_open(const struct rx_redis *r)
 {
 	return (r->flags & F_CALL) != 0;

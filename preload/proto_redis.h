@@ -103,6 +103,15 @@ size_t rx__redis_read(struct rx_redis *r, const uint8_t *buf, size_t n,
 bool rx__redis_call_open(const struct rx_redis *r);
 
 /*
+ * rx__redis_resync - a call starts on a connection whose server bytes since
+ * the last verdict were not all fed (the shim reads only what a waiting
+ * call reads, ADR-408): the server's side restarts at a message boundary,
+ * as it is when the client read the last answer whole. The client's side
+ * and the flags are untouched. O(1).
+ */
+void rx__redis_resync(struct rx_redis *r);
+
+/*
  * rx__redis_error_verdict - the verdict of an error reply's text (ADR-405).
  * @text, @len: the error after its '-' (or a bulk error's payload), e.g.
  *              "OOM command not allowed ...". NULL only with len == 0.

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "proto_framed.h"
 #include "proto_http.h"
 
 static inline struct rx_sniff_http *rx__proto_http(struct rx_proto_state *st)
@@ -50,6 +51,12 @@ static inline void rx__proto_next(struct rx_proto_state *st)
 	case RX_PROTO_HTTP:
 		rx__http_next(rx__proto_http(st));
 		break;
+	case RX_PROTO_PG:
+		rx__pg_next(st);
+		break;
+	case RX_PROTO_REDIS:
+		rx__redis_next(st);
+		break;
 	case RX_PROTO_UNKNOWN:
 	default:
 		memset(st->u.bytes, 0, sizeof(st->u.bytes));
@@ -71,6 +78,11 @@ static inline enum rx_proto_id rx__proto_recognise(const struct iovec *iov,
 {
 	if (rx__http_recognise(iov, iovcnt))
 		return RX_PROTO_HTTP;
+	/* A port is no evidence (ADR-400): the bytes decide. */
+	if (rx__pg_recognise(iov, iovcnt))
+		return RX_PROTO_PG;
+	if (rx__redis_recognise(iov, iovcnt))
+		return RX_PROTO_REDIS;
 	return RX_PROTO_UNKNOWN;
 }
 
@@ -83,8 +95,40 @@ static inline void rx__proto_claim(struct rx_proto_state *st,
 		return;
 	__atomic_store_n(&st->flags, (uint8_t)(st->flags | RX_PROTO_ASKED),
 			 __ATOMIC_RELAXED);
-	if (id != RX_PROTO_UNKNOWN && rx__proto_id(st) == RX_PROTO_UNKNOWN)
-		__atomic_store_n(&st->id, (uint8_t)id, __ATOMIC_RELAXED);
+	if (id == RX_PROTO_UNKNOWN || rx__proto_id(st) != RX_PROTO_UNKNOWN)
+		return;
+	/* A framed module's state is fresh before its id is seen. */
+	if (id == RX_PROTO_PG)
+		rx__pg_open(st);
+	else if (id == RX_PROTO_REDIS)
+		rx__redis_open(st);
+	__atomic_store_n(&st->id, (uint8_t)id, __ATOMIC_RELAXED);
+}
+
+/* rx__proto_frames_writes - does the connection's module read every byte
+ * written, the writes that start no call included (proto.h, ADR-408)?
+ * Read without the lock. O(1). */
+static inline bool rx__proto_frames_writes(const struct rx_proto_state *st)
+{
+	enum rx_proto_id id = rx__proto_id(st);
+
+	return id == RX_PROTO_PG || id == RX_PROTO_REDIS;
+}
+
+/* rx__proto_wrote - the @n bytes a write sent (@iov NULL: unseen), for a
+ * module that frames writes (stripe lock held). */
+static inline enum rx_proto_wrote
+rx__proto_wrote(struct rx_proto_state *st, const struct iovec *iov,
+		int iovcnt, size_t n)
+{
+	switch (rx__proto_id(st)) {
+	case RX_PROTO_PG:
+		return rx__pg_wrote(st, iov, iovcnt, n);
+	case RX_PROTO_REDIS:
+		return rx__redis_wrote(st, iov, iovcnt, n);
+	default:
+		return RX_PROTO_WROTE_OK;
+	}
 }
 
 /* rx__proto_starts - on an answered connection, does a new request begin
@@ -98,6 +142,11 @@ static inline bool rx__proto_starts(const struct rx_proto_state *st,
 		return rx__http_starts(
 		    (const struct rx_sniff_http *)(const void *)st->u.bytes,
 		    iov, iovcnt);
+	case RX_PROTO_PG:
+		return rx__pg_starts((struct rx_proto_state *)st, iov, iovcnt);
+	case RX_PROTO_REDIS:
+		return rx__redis_starts((struct rx_proto_state *)st, iov,
+					iovcnt);
 	case RX_PROTO_UNKNOWN:
 	default:
 		return false;
@@ -120,7 +169,8 @@ static inline void rx__proto_unframed(struct rx_proto_reply *out)
  * rx__proto_reply - the next @len response bytes of the current call
  * (stripe lock held). A connection nobody recognised is offered to the
  * modules that can tell their replies by their first bytes - HTTP's
- * status line - and claimed by the first that does not say "not mine".
+ * status line - and claimed by the first that does not say "not mine";
+ * the framed modules need the request too, so they never claim here.
  * Sets out->kind (never RX_PROTO_NOT_MINE: the default rule answers for
  * it), out->verdict, out->began.
  */
@@ -135,6 +185,12 @@ static inline void rx__proto_reply(struct rx_proto_state *st, const void *buf,
 		/* fall through */
 	case RX_PROTO_HTTP:
 		rx__http_reply(rx__proto_http(st), buf, len, out);
+		break;
+	case RX_PROTO_PG:
+		rx__pg_reply(st, buf, len, out);
+		break;
+	case RX_PROTO_REDIS:
+		rx__redis_reply(st, buf, len, out);
 		break;
 	default:
 		out->kind = RX_PROTO_NOT_MINE;
