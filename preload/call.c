@@ -803,6 +803,12 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 			goto pass;
 		}
 		if (!start_call(op)) {
+			/* A client that reads on after a failed write, for the
+			 * server's reason (libpq), would wait for an answer to
+			 * a request never sent: where the module says so, the
+			 * refusal ends the reading side too (ADR-411). */
+			if (rx__proto_refusal_ends_reads(&e->proto))
+				(void)rx__real_shutdown(fd, SHUT_RD);
 			rx__inside = 0;
 			return RX_OP_REFUSE;
 		}

@@ -115,6 +115,16 @@ static inline bool rx__proto_frames_writes(const struct rx_proto_state *st)
 	return id == RX_PROTO_PG || id == RX_PROTO_REDIS;
 }
 
+/* rx__proto_refusal_ends_reads - must a request refused on this answered
+ * connection also end its reading side? PostgreSQL's: libpq reads on after
+ * a failed write, for the server's reason, and would wait for ever for an
+ * answer to a query never sent (ADR-411). Read without the lock. */
+static inline bool
+rx__proto_refusal_ends_reads(const struct rx_proto_state *st)
+{
+	return rx__proto_id(st) == RX_PROTO_PG;
+}
+
 /* rx__proto_wrote - the @n bytes a write sent (@iov NULL: unseen), for a
  * module that frames writes (stripe lock held). */
 static inline enum rx_proto_wrote
