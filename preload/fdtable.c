@@ -17,7 +17,9 @@
  * numbers, and mapped with mmap: no malloc, and the kernel's zero pages
  * mean entries never touched cost no memory (a record is 256 bytes; 65536
  * of them reserve 16 MB of address space, of which a program with a few
- * sockets touches a few pages). Every record maps from at least one
+ * sockets touches a few pages; a 64-byte wide protocol slot per record
+ * follows the records, touched only by a database connection's module,
+ * ADR-408). Every record maps from at least one
  * number below the capacity, so there are never more records in use than
  * numbers, and one record per number always suffices. fds at or above the
  * capacity are simply never tracked: the shim degrades to pass-through,
