@@ -756,6 +756,20 @@ static bool start_call(struct rx_op *op)
 	return true;
 }
 
+/* Keep the bytes of a tracked write for its end step (ADR-408): a single
+ * buffer by value (its iovec may be the wrapper's, on a frame that ends
+ * before the end step), an array by pointer (the program's own). */
+static inline void keep_iov(struct rx_op *op, const struct iovec *iov,
+			    int iovcnt)
+{
+	op->iovcnt = iovcnt;
+	op->iov = iov;
+	if (iov && iovcnt == 1) {
+		op->one = iov[0];
+		op->iov = &op->one;
+	}
+}
+
 /*
  * errno: nothing on the way to a tracked or passed-through write sets it
  * (the admission's wait and the settlements put it back themselves), so
@@ -818,8 +832,7 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto idle;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	op->iov = iov;
-	op->iovcnt = iovcnt;
+	keep_iov(op, iov, iovcnt);
 	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
 	/* More of the request: no answer awaited until the next read. */
@@ -834,8 +847,7 @@ idle:
 		op->phase = (uint8_t)ph;
 		op->epoch =
 		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
-		op->iov = iov;
-		op->iovcnt = iovcnt;
+		keep_iov(op, iov, iovcnt);
 		return RX_OP_TRACK;
 	}
 pass:

@@ -43,9 +43,12 @@ struct rx_op {
 	bool peek;	/* MSG_PEEK: bytes will be read again */
 	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
 	/* Sending: the bytes (NULL: unseen), for a module that frames what
-	 * is written (proto.h, ADR-408). */
+	 * is written (proto.h, ADR-408). A single buffer is copied to @one:
+	 * the wrappers describe it with an iovec of their begin step's
+	 * frame, gone by the end step. */
 	const struct iovec *iov;
 	int iovcnt;
+	struct iovec one;
 };
 
 /*

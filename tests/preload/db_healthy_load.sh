@@ -22,7 +22,6 @@ if [ "$(id -u)" = 0 ]; then
 	id postgres >/dev/null 2>&1 || rx_skip "running as root without a postgres user"
 	rx_need runuser
 fi
-rx_usable pgbench || rx_skip "pgbench cannot run in this build"
 RX_TIMEOUT=30
 verdicts() { # FILE: "success answered overload transient timeout rejected"
 	local v out=""
@@ -44,6 +43,19 @@ rx_dump_on_fail "$RX_PG_DIR/log"
 export PGHOST=127.0.0.1 PGPORT=$RX_PG_PORT PGUSER=postgres PGDATABASE=postgres \
 	PGSSLMODE=disable
 rx_plain pgbench -i -q -s 1 >/dev/null 2>&1 || rx_fail "pgbench -i failed"
+# pgbench_runs: pgbench can run here with the sanitizer runtime alone
+# preloaded (in a sanitizer build: GCC 12's libasan makes it hang at its
+# first transaction, without the shim).
+pgbench_runs() {
+	[ -z "$RESILIX_SANITIZE_RUNTIME" ] && return 0
+	timeout -k 1 10 env LD_PRELOAD="$RESILIX_SANITIZE_RUNTIME" \
+		ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
+		pgbench -n -S -t 1 >/dev/null 2>&1
+}
+if ! pgbench_runs; then
+	rx_log "NOTE: pgbench cannot run with $RESILIX_SANITIZE_RUNTIME" \
+		"preloaded; its part of $RX_NAME is skipped in this build"
+else
 m=$RX_TMP/pgbench.prom err=$RX_TMP/pgbench.err
 rx_dump_on_fail "$err"
 rx_shim RESILIX_LOG=info RESILIX_METRICS_FILE="$m" \
@@ -60,6 +72,7 @@ set -- $(verdicts "$m")
 rx_assert_ge "successful calls (queries and start-ups)" "$1" "$tx"
 rx_assert_eq "calls that were not a success" "0 0 0 0 0" "$2 $3 $4 $5 $6"
 rx_log "pgbench: $tx transactions, $1 calls, all successes, 0 refused"
+fi
 
 # --- a start-up FATAL: 53300 judges the connect's call --------------------
 rx_pg_stop
@@ -79,12 +92,14 @@ for i in 1 2 3; do
 done
 m=$RX_TMP/fatal.prom err=$RX_TMP/fatal.err
 rx_dump_on_fail "$err"
-rx_shim RESILIX_LOG=info RESILIX_METRICS_FILE="$m" psql -Atc 'select 1' \
-	>"$RX_TMP/fatal.out" 2>"$err"
-rx_assert_eq "psql exit status" 2 "$?"
-rx_assert_grep "the server's FATAL" 'too many clients' "$err"
-rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"0 0 1 0 0 0" "$(verdicts "$m")"
+if rx_usable psql; then
+	rx_shim RESILIX_LOG=info RESILIX_METRICS_FILE="$m" psql -Atc 'select 1' \
+		>"$RX_TMP/fatal.out" 2>"$err"
+	rx_assert_eq "psql exit status" 2 "$?"
+	rx_assert_grep "the server's FATAL" 'too many clients' "$err"
+	rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
+		"0 0 1 0 0 0" "$(verdicts "$m")"
+fi
 rx_pg_stop
 unset PGHOST PGPORT PGUSER PGDATABASE PGSSLMODE
 

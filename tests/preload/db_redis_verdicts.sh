@@ -58,7 +58,9 @@ printf '%s\n' "$script" | rx_plain "${cli[@]}" >"$RX_TMP/plain.out" 2>&1
 rx_plain "${cli[@]}" flushall >/dev/null
 printf '%s\n' "$script" | rx_shim RESILIX_LOG=info "${cli[@]}" \
 	>"$RX_TMP/shim.out" 2>"$RX_TMP/shim.err"
-rx_assert_eq "redis-cli exit status under the shim" 0 "$?"
+rc=$?
+rx_dump_on_fail "$RX_TMP/shim.err" "$RX_TMP/shim.out"
+rx_assert_eq "redis-cli exit status under the shim" 0 "$rc"
 cmp -s "$RX_TMP/plain.out" "$RX_TMP/shim.out" ||
 	{ diff "$RX_TMP/plain.out" "$RX_TMP/shim.out"; rx_fail "redis-cli output differs under the shim"; }
 rx_assert_grep "the session's last reply" '^PONG$' "$RX_TMP/shim.out"
