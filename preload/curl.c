@@ -753,7 +753,7 @@ static void refusal_message(char *buf, const char *key,
 			 key);
 		break;
 	case RX_REASON_NONE:
-		/* Another policy than the breaker (the limiter, today). */
+		/* A refusal whose reason was not recorded. */
 		snprintf(buf, RX_CURL_ERROR_SIZE,
 			 "resilix: call to %.180s refused", key);
 		break;
