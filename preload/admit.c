@@ -605,6 +605,15 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	return false;
 }
 
+void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
+{
+	struct rx_lock *l = guard_lock(g);
+
+	rx__lock(l);
+	rx_guard_count_refusal(g, reason);
+	rx__unlock(l);
+}
+
 /*
  * Has @g's limit moved since it was last logged, and may it be logged now
  * (at most once per LIMIT_LOG_NS per key, ADR-138)? Then fills @ls. A

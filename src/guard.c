@@ -518,6 +518,11 @@ void rx_guard_wait_end(struct rx_guard *g, enum rx_reason refused)
 		count_refusal(g, refused);
 }
 
+void rx_guard_count_refusal(struct rx_guard *g, enum rx_reason reason)
+{
+	count_refusal(g, reason);
+}
+
 uint64_t rx_guard_next_token_ns(const struct rx_guard *g, uint64_t now_ns)
 {
 	return g->ratelimit_on ? rx_ratelimit_next_ns(&g->ratelimit, now_ns)

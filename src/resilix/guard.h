@@ -192,6 +192,11 @@ void rx_guard_drop_waiters(struct rx_guard *g);
 void rx_guard_wait_begin(struct rx_guard *g);
 void rx_guard_wait_end(struct rx_guard *g, enum rx_reason refused);
 
+/* rx_guard_count_refusal - count a refusal by @reason that the executor
+ * decided outside the gate (a retry the budget refused, retry.h), so the
+ * key's refusals by reason say it. Not thread-safe; O(1). */
+void rx_guard_count_refusal(struct rx_guard *g, enum rx_reason reason);
+
 /* rx_guard_next_token_ns - when the rate limiter will next have a token
  * (rx_ratelimit_next_ns), at or after @now_ns; @now_ns when it is off.
  * Read-only. Not thread-safe; O(1). */
