@@ -5,8 +5,8 @@
  * its syntax, its accepted range in words (the text the error message
  * quotes) and the field it sets. The parser walks the environment array
  * once, in order: a RESILIX_* name found in the table (or in
- * config_policy.c's, for the bulkhead, rate limiter, throttler, retry and
- * hedging) is parsed and range-checked; one found in the list of names
+ * config_policy.c's, for the bulkhead, rate limiter, throttler and
+ * retry) is parsed and range-checked; one found in the list of names
  * the design reserves for later features is reported as not supported
  * yet; any other RESILIX_* name is reported as unknown. Checks that combine variables (min calls
  * against the window size) and the core's own rx_guard_config_check run
@@ -165,6 +165,8 @@ static const char *const reserved[] = {
 	"RESILIX_CRITICALITY",
 	"RESILIX_TENANT",
 	"RESILIX_SHARED",
+	"RESILIX_HEDGE",
+	"RESILIX_HEDGE_DELAY_MS",
 };
 
 /*

@@ -1,13 +1,12 @@
 /*
  * preload/config_policy.c - the variables of the policies beyond the
- * breaker and the limiter: bulkhead, rate limiter, throttler, retry and
- * hedging (config_policy.h; ADR-463). config.c walks the environment and
+ * breaker and the limiter: bulkhead, rate limiter, throttler and retry
+ * (config_policy.h; ADR-463). config.c walks the environment and
  * reports; this file says, for its own table, what a value means.
  *
  * Each policy is off unless its variable is set (docs/design.md section
  * 2): RESILIX_BULKHEAD, RESILIX_RATE and RESILIX_THROTTLE_K turn one on;
- * retry is off at RESILIX_RETRY_ATTEMPTS=1, the default; hedging at
- * RESILIX_HEDGE=0. Every range is the core's (bulkhead.h, ratelimit.h,
+ * retry is off at RESILIX_RETRY_ATTEMPTS=1, the default. Every range is the core's (bulkhead.h, ratelimit.h,
  * throttler.h, retry.h), checked again by the core's own config checks
  * at the end, so nothing is accepted here that the core would refuse.
  * Same rules as config.c: decimal digits only, no sign, no spaces, no
@@ -42,9 +41,6 @@ static const struct rx__pvar pvars[RX__PVAR_COUNT] = {
      "integer milliseconds 1..60000, at most RESILIX_RETRY_MAX_MS"},
     {"RESILIX_RETRY_MAX_MS", P_RETRY_MAX_MS, 1, 600000,
      "integer milliseconds 1..600000, at least RESILIX_RETRY_BASE_MS"},
-    {"RESILIX_HEDGE", P_HEDGE, 0, 1, "0 or 1"},
-    {"RESILIX_HEDGE_DELAY_MS", P_HEDGE_DELAY_MS, 1, 3600000,
-     "integer milliseconds 1..3600000; unset = the key's measured p95"},
 };
 /* clang-format on */
 
@@ -57,8 +53,6 @@ void rx__pconfig_default(struct rx_config *cfg)
 {
 	rx_retry_config_default(&cfg->retry);
 	rx_retry_budget_config_default(&cfg->budget);
-	cfg->hedge = false;
-	cfg->hedge_delay_ms = 0;
 }
 
 /* [0-9]+ into *out; false on anything else or overflow. */
@@ -167,12 +161,6 @@ bool rx__pvar_parse(struct rx_config *cfg, size_t i, const char *value)
 	case P_RETRY_MAX_MS:
 		cfg->retry.max_ms = u;
 		break;
-	case P_HEDGE:
-		cfg->hedge = u == 1;
-		break;
-	case P_HEDGE_DELAY_MS:
-		cfg->hedge_delay_ms = u;
-		break;
 	default:
 		return false;
 	}
@@ -227,9 +215,6 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen)
 	if (seen[P_THROTTLE_PERIOD_MS] && !cfg->guard.throttler_on)
 		return "RESILIX_THROTTLE_PERIOD_MS is set without "
 		       "RESILIX_THROTTLE_K; ignored (no throttler)";
-	if (seen[P_HEDGE_DELAY_MS] && !cfg->hedge)
-		return "RESILIX_HEDGE_DELAY_MS is set without RESILIX_HEDGE=1; "
-		       "ignored (no hedging)";
 	return NULL;
 }
 
@@ -298,14 +283,6 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		break;
 	case P_RETRY_MAX_MS:
 		u = cfg->retry.max_ms;
-		break;
-	case P_HEDGE:
-		s = cfg->hedge ? "1" : "0";
-		break;
-	case P_HEDGE_DELAY_MS:
-		if (cfg->hedge_delay_ms == 0)
-			s = "unset (the key's measured p95)";
-		u = cfg->hedge_delay_ms;
 		break;
 	default:
 		return false;

@@ -1,6 +1,6 @@
 /*
  * preload/config_policy.h - the environment variables of the bulkhead,
- * the rate limiter, the throttler, retry and hedging (config_policy.c),
+ * the rate limiter, the throttler and retry (config_policy.c),
  * for config.c's parser, which walks the environment and reports what
  * these functions decide (ADR-463). Pure: no clock, no I/O, no
  * allocation, no global state; thread-safe.
@@ -25,8 +25,6 @@ enum rx__pfield {
 	P_RETRY_BUDGET,
 	P_RETRY_BASE_MS,
 	P_RETRY_MAX_MS,
-	P_HEDGE,
-	P_HEDGE_DELAY_MS,
 	RX__PVAR_COUNT
 };
 
@@ -40,7 +38,7 @@ struct rx__pvar {
 /* rx__pvar - entry @i of the table, NULL at or past RX__PVAR_COUNT. */
 const struct rx__pvar *rx__pvar(size_t i);
 
-/* rx__pconfig_default - the retry schedule, budget and hedging defaults
+/* rx__pconfig_default - the retry schedule and budget defaults
  * (the guard's policies are rx_guard_config_default's, all off). */
 void rx__pconfig_default(struct rx_config *cfg);
 

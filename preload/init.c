@@ -246,8 +246,7 @@ static int init_once(void)
 		(unsigned long long)rx__cfg.queue_timeout_ms);
 	rx__log(RX_LOG_DEBUG,
 		"event=start-policies bulkhead=%u rate=%llu/%llums burst=%llu "
-		"throttle_k_milli=%u retry_attempts=%u retry_budget_permille=%u "
-		"hedge=%d",
+		"throttle_k_milli=%u retry_attempts=%u retry_budget_permille=%u",
 		rx__cfg.guard.bulkhead_on ? rx__cfg.guard.bulkhead.max_in_flight
 					  : 0,
 		rx__cfg.guard.ratelimit_on
@@ -258,8 +257,7 @@ static int init_once(void)
 		rx__cfg.guard.throttler_on
 		    ? (unsigned)(rx__cfg.guard.throttler.k * 1000 + 0.5)
 		    : 0u,
-		rx__cfg.retry.max_attempts, rx__cfg.budget.ratio_permille,
-		rx__cfg.hedge ? 1 : 0);
+		rx__cfg.retry.max_attempts, rx__cfg.budget.ratio_permille);
 	return RX_INIT_READY;
 }
 

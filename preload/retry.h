@@ -2,7 +2,7 @@
  * preload/retry.h - the shim's retries (retry.c): the one retry budget of
  * the process, the full-jitter backoff, one deadline per sequence, and
  * the socket layer's retry of a blocking connect (ADR-465, ADR-466). The
- * curl layer's retries and hedges draw from the same budget.
+ * curl layer's retries draw from the same budget (and hedges will).
  *
  * Callers have rx__inside set; each function takes and drops the budget
  * lock itself (never nested with another shim lock, never held across a

@@ -88,14 +88,11 @@ struct rx_config {
 	const char *state_file;	      /* RESILIX_STATE_FILE; NULL = none.
 					 Points into the environment array
 					 (ADR-170). */
-	/* Retry and hedging (config_policy.c, ADR-463); the bulkhead, rate
-	 * limiter and throttler are in @guard. */
+	/* Retry (config_policy.c, ADR-463); the bulkhead, rate limiter and
+	 * throttler are in @guard. */
 	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),
 					 _BASE_MS, _MAX_MS */
 	struct rx_retry_budget_config budget; /* RESILIX_RETRY_BUDGET */
-	bool hedge;		      /* RESILIX_HEDGE=1 */
-	uint64_t hedge_delay_ms;      /* RESILIX_HEDGE_DELAY_MS; 0 = the
-					 key's measured p95 */
 };
 
 /* What a diagnostic is. */
