@@ -6,7 +6,7 @@
  *
  * Prints one line per case: nanoseconds per admit + settle, and heap
  * allocations per call (which must be 0: the core never allocates on the
- * data path, STYLE.md). Cases:
+ * data path, CONTRIBUTING.md). Cases:
  *   breaker   rx_breaker_admit + rx_breaker_settle on one breaker
  *   limiter   rx_limiter_admit + rx_limiter_settle on one Vegas limiter
  *   guard-br  rx_guard_admit + rx_guard_settle, breaker only (limiter off)

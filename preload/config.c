@@ -154,7 +154,7 @@ static const struct var vars[] = {
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
 /*
- * Names DESIGN.md reserves for policies and features this version does
+ * Names docs/design.md reserves for policies and features this version does
  * not implement yet. Setting one is not a typo, but it does nothing, and
  * the user should hear so.
  */
@@ -428,7 +428,7 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 
 			/* Some users expect 1 to mean "trip at 100 %"; the
 			 * condition is "strictly above", so say what 1
-			 * really does (DESIGN.md, Configuration). */
+			 * really does (docs/design.md, Configuration). */
 			snprintf(msg, sizeof(msg),
 				 "%s=1 disables the %s condition (the breaker "
 				 "trips when the rate is strictly above the "
@@ -591,6 +591,20 @@ static void report_twice(const char *name, rx_config_report_fn report,
 	emit(report, arg, RX_CONFIG_WARNING, name, msg);
 }
 
+/* @name is set to the empty string: treated as unset (ADR-340). */
+static void report_empty(const char *name, rx_config_report_fn report,
+			 void *arg)
+{
+	char msg[320];
+
+	if (!report)
+		return;
+	snprintf(msg, sizeof(msg),
+		 "%s is set but empty; treated as unset (its default applies)",
+		 name);
+	emit(report, arg, RX_CONFIG_NOTICE, name, msg);
+}
+
 /* Report a finding about several variables together. */
 static void report_combined(rx_config_report_fn report, void *arg,
 			    const char *msg)
@@ -708,6 +722,14 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			continue;
 		}
 		seen[var->field] = true;
+		if (value[0] == '\0') {
+			/* An empty value is unset, said once: `ENV RESILIX_LOG=`
+			 * in a Dockerfile, or `VAR= cmd`, means "nothing", and
+			 * turning the whole shim off for it helps no one
+			 * (ADR-340). */
+			report_empty(var->name, report, arg);
+			continue;
+		}
 		if (!parse_var(cfg, var, value, report, arg))
 			errors++;
 	}

@@ -1,7 +1,7 @@
 /*
  * preload/curl.c - the curl layer: libcurl transfers attributed by URL,
  * with the status codes the socket layer cannot see over HTTPS
- * (DESIGN.md section 3, "curl layer"; ADR-150 to ADR-156).
+ * (docs/design.md section 3, "curl layer"; ADR-150 to ADR-156).
  *
  * What it interposes. curl_easy_setopt, to learn each handle's URL, method
  * and error buffer; curl_easy_perform, the call it guards; and the calls
@@ -24,7 +24,7 @@
  *
  * A guarded perform. Build the key from the handle's URL (host:port by
  * default; RESILIX_CURL_KEY=endpoint or origin, ADR-154), acquire and
- * admit it through call.c - the same registry, locks and policies as the
+ * admit it through admit.c - the same registry, locks and policies as the
  * socket layer. A refusal returns CURLE_COULDNT_CONNECT before libcurl
  * runs, so nothing leaves the host, and writes one line into the
  * program's CURLOPT_ERRORBUFFER if it set one (ADR-155). An admitted
@@ -62,7 +62,7 @@
  * Fork. A fork handler takes the table lock before fork (unless this
  * thread is inside the shim, where it may hold it: a signal handler that
  * forks) and frees it on both sides, so a child never inherits it held
- * (DESIGN.md, "Never make the host worse"); the child also clears this
+ * (docs/design.md, "Never make the host worse"); the child also clears this
  * thread's rx__curl_active, set if the program forked from a libcurl
  * callback. Every holder of the lock sets rx__inside first.
  *
@@ -88,13 +88,15 @@
 #include <sys/mman.h>
 
 #include "curl_layer.h"
-#include "shim.h"
+#include "admit.h"
+#include "log.h"
+#include "runtime.h"
+#include "symbols.h"
 
 /* Handles followed at once; more pass to the socket layer (ADR-156). */
 #define RX_CURL_HANDLES 1024
 #define INDEX_SLOTS (2 * RX_CURL_HANDLES) /* power of two, load <= 1/2 */
 
-RX_TLS int rx__curl_active;
 
 /* ------------------------------------------------------------------------
  * The real functions.

@@ -1,6 +1,6 @@
 /*
  * preload/curl_layer.h - internal interfaces of the curl layer (curl.c,
- * curl_verdict.c), kept apart from shim.h so the verdict table and the
+ * curl_verdict.c), kept apart from the shim's other headers so the verdict table and the
  * URL parser can be unit-tested without the rest of the shim.
  *
  * Both functions are pure: no clock, no locks, no allocation, no I/O.
@@ -27,7 +27,7 @@
  * @late:   the transfer ran at least the slow threshold, or past
  *          RESILIX_TIMEOUT_MS (only meaningful for
  *          CURLE_ABORTED_BY_CALLBACK: an abandonment after that long is a
- *          timeout, DESIGN.md "Client-side abandonment", ADR-145).
+ *          timeout, docs/design.md "Client-side abandonment", ADR-145).
  * Returns the verdict of the final HTTP status when @http and
  * rx__curl_final_status(@status), whatever @code; else @code's, from
  * the table in curl_verdict.c. Thread-safe, O(1).

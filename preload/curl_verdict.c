@@ -3,7 +3,7 @@
  * (ADR-153).
  *
  * One curl_easy_perform ends with a CURLcode and, for HTTP, a status. The
- * table reads them as DESIGN.md's verdict table reads errnos and statuses,
+ * table reads them as docs/design.md's verdict table reads errnos and statuses,
  * under two rules. A call ends at its first response byte and is judged by
  * what came back: once an http(s) transfer has its final status (101, or
  * 200 and up; a 1xx other than 101 is interim), that status is the
@@ -27,7 +27,7 @@
  *              short: the socket layer would see the same reset), the FTP
  *              and RTSP protocol breakages, SSH, REMOTE_DISK_FULL,
  *              SSL_SHUTDOWN_FAILED, and every code this table does not
- *              know (DESIGN.md: unrecognised is transient)
+ *              know (docs/design.md: unrecognised is transient)
  *   answered   the destination answered "no", or TLS/certificate
  *              configuration does not match it: a configuration problem
  *              is not a sick server (PEER_FAILED_VERIFICATION,
@@ -154,7 +154,7 @@ enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late)
 		return RX_ANSWERED;
 
 	/* The destination failed, broke the protocol or went away; and
-	 * every code not listed (DESIGN.md: unrecognised is transient). */
+	 * every code not listed (docs/design.md: unrecognised is transient). */
 	case RX_CURLE_COULDNT_CONNECT:
 	case RX_CURLE_SEND_ERROR:
 	case RX_CURLE_RECV_ERROR:

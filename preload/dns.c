@@ -32,7 +32,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "shim.h"
+#include "base.h"
+#include "dns.h"
+#include "runtime.h"
+#include "symbols.h"
 
 #define RX_DNS_SLOTS 512    /* power of two */
 #define RX_DNS_NAME_MAX 120 /* bytes of a remembered name */

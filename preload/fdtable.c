@@ -27,13 +27,29 @@
  * Records are guarded by RX_FD_STRIPES stripe locks (record index modulo
  * the stripe count) instead of a lock per record, so a forked child can
  * reset every lock in constant time without touching the whole table.
+ *
+ * A record's life is here too: attached at a connect, shared by a
+ * duplicate, unmapped number by number, ended when its last number goes
+ * (the end hook: the call state machine settles what was outstanding)
+ * and freed. And the checks that a number still holds the record's
+ * socket: a socket closed where the shim cannot see it (fclose of an
+ * fdopen'd socket, a raw close system call, a close inside libc, a
+ * signal handler's close while this thread was inside the shim) leaves
+ * its record behind, and the number may come back from open, pipe or any
+ * call the shim does not wrap. Before the shim changes behaviour on a
+ * number or takes evidence from it, it checks with one fstat, on those
+ * rare paths only (ADR-190).
  */
 #include "config.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
-#include "shim.h"
+#include "fdtable.h"
+#include "log.h"
+#include "runtime.h"
 
 _Atomic uint32_t *rx__fd_map;
 struct rx_fd *rx__fd_pool;
@@ -41,7 +57,10 @@ _Atomic uint32_t rx__fd_capacity;
 
 struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
 
-int rx__fdtable_init(void)
+/* The call state machine's end of a record (call.c), set at start-up. */
+static rx_fd_end_fn *end_hook;
+
+int rx__fdtable_init(rx_fd_end_fn *end)
 {
 	struct rlimit rl;
 	uint64_t want = 1024;
@@ -68,6 +87,7 @@ int rx__fdtable_init(void)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
+	end_hook = end;
 	rx__fd_map = p;
 	rx__fd_pool = (struct rx_fd *)((char *)p + map_bytes);
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
@@ -207,4 +227,144 @@ void rx__fdtable_reset_locks(void)
 
 	for (i = 0; i < RX_FD_STRIPES; i++)
 		rx__lock_reset(&rx__fd_stripes[i].lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Is the number still the record's socket? (ADR-190)
+ * ---------------------------------------------------------------------- */
+
+bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	int saved = errno;
+	bool sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+
+	errno = saved;
+	*dev = sock ? (uint64_t)st.st_dev : 0;
+	*ino = sock ? (uint64_t)st.st_ino : 0;
+	return sock;
+}
+
+bool rx__fd_still_ours(int fd, struct rx_fd *e)
+{
+	struct stat st;
+	int saved = errno;
+	bool same =
+	    fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    (uint64_t)st.st_ino ==
+		atomic_load_explicit(&e->sock_ino, memory_order_relaxed) &&
+	    (uint64_t)st.st_dev ==
+		atomic_load_explicit(&e->sock_dev, memory_order_relaxed);
+
+	errno = saved;
+	return same;
+}
+
+/* ------------------------------------------------------------------------
+ * The record's life.
+ * ---------------------------------------------------------------------- */
+
+void rx__fd_unmap(int fd, const struct rx_fd *only)
+{
+	bool last;
+	struct rx_fd *e = rx__fd_detach(fd, only, &last);
+
+	if (e && last) {
+		end_hook(fd, e);
+		rx__fd_free(e);
+	}
+}
+
+void rx__fd_drop(int fd, struct rx_fd *e)
+{
+	if (!e)
+		return;
+	end_hook(fd, e);
+	rx__fd_unmap(fd, e);
+}
+
+void rx__fd_forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
+{
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) != epoch)
+		return;
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG, "fd=%d event=stale-fd", fd);
+	rx__fd_unmap(fd, e);
+}
+
+struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
+				 uint64_t ino)
+{
+	if (e &&
+	    (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) != dev ||
+	     atomic_load_explicit(&e->sock_ino, memory_order_relaxed) != ino)) {
+		/* A record of another socket: the number changed hands
+		 * behind our back (ADR-190). Its duplicates keep it. */
+		rx__fd_unmap(fd, e);
+		e = NULL;
+	}
+	if (!e)
+		e = rx__fd_attach(fd);
+	if (e) {
+		atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
+		atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+	}
+	return e;
+}
+
+/* ------------------------------------------------------------------------
+ * For socket.c: numbers closed, shut down and duplicated.
+ * ---------------------------------------------------------------------- */
+
+/* The checks every entry from socket.c makes: a record, not re-entered,
+ * the process that owns the state. */
+static struct rx_fd *entry_of(int fd)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+
+	if (!e || rx__reentered() || !rx__owner())
+		return NULL;
+	return e;
+}
+
+void rx__fd_forget(int fd)
+{
+	int saved = errno;
+
+	if (!entry_of(fd))
+		return;
+	rx__inside = 1;
+	rx__fd_unmap(fd, NULL);
+	rx__inside = 0;
+	errno = saved;
+}
+
+void rx__fd_end(int fd)
+{
+	struct rx_fd *e = entry_of(fd);
+	int saved = errno;
+
+	if (!e)
+		return;
+	rx__inside = 1;
+	end_hook(fd, e);
+	rx__inside = 0;
+	errno = saved;
+}
+
+void rx__fd_dup(int fd, int newfd)
+{
+	uint64_t dev, ino;
+	int saved = errno;
+
+	if (newfd < 0 || newfd == fd || !entry_of(fd))
+		return;
+	rx__inside = 1;
+	/* Stale state on the new number goes first (its old socket was
+	 * closed where the shim could not see it). */
+	rx__fd_unmap(newfd, NULL);
+	if (rx__fd_socket_id(newfd, &dev, &ino))
+		(void)rx__fd_share(fd, newfd, dev, ino);
+	rx__inside = 0;
+	errno = saved;
 }

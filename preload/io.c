@@ -8,15 +8,15 @@
  * other _chk variant of a call that moves socket bytes: readv, writev,
  * recvmsg and the *mmsg calls are not fortified; ADR-140).
  *
- * Design. One shape for all: ask call.c to begin (which, on an untracked
+ * Design. One shape for all: ask the call state machine (call.h) to begin (which, on an untracked
  * fd or a call already answered, costs a table lookup and a branch and
  * says "pass"), run the real function, report its result. Receiving calls
- * hand call.c the buffers the bytes landed in, as an iovec array, so the
+ * hand the state machine the buffers the bytes landed in, as an iovec array, so the
  * sniffer reads a response that arrives through readv or recvmsg just as
  * one that arrives through read. Sending calls may be refused at the first
  * write of a new request on a kept-alive connection: then -1 with errno
- * ECONNREFUSED, and not a byte written (DESIGN.md section 3: no data is
- * lost or half-sent).
+ * ECONNREFUSED, and not a byte written (docs/design.md section 3: no data
+ * is lost or half-sent).
  *
  * sendmmsg and recvmmsg count as one send or one receive of all their
  * messages: a call is a request and its response, whatever the batching.
@@ -45,8 +45,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "admit.h"
+#include "base.h"
+#include "call.h"
+#include "fdtable.h"
 #include "hot.h"
-#include "shim.h"
+#include "init.h"
+#include "symbols.h"
 
 /* glibc's fortify failure: prints "buffer overflow detected" and aborts. */
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -74,33 +79,12 @@ ssize_t __send(int fd, const void *buf, size_t len, int flags);
  * function by a tail call: the wrapper then costs a few instructions over
  * a bare interposer (scripts/bench, section preload).
  */
-/* Internal to the library: reached PC-relative, not through the GOT. */
-extern _Atomic uint32_t *rx__fd_map __attribute__((visibility("hidden")));
-extern struct rx_fd *rx__fd_pool __attribute__((visibility("hidden")));
-extern _Atomic uint32_t rx__fd_capacity __attribute__((visibility("hidden")));
-
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 
-/* The phase of @fd, which must be below the capacity: untracked when it
- * has no record (one load), else its record's (ADR-213). */
-static inline __attribute__((always_inline)) unsigned phase_at(int fd)
-{
-	uint32_t i = atomic_load_explicit(&rx__fd_map[(unsigned)fd],
-					  memory_order_relaxed);
-
-	if (LIKELY(i == 0))
-		return RX_FD_UNTRACKED;
-	return atomic_load_explicit(&rx__fd_pool[i].phase,
-				    memory_order_relaxed);
-}
-
-/* The table's capacity: 0 until the shim is initialised, and published
- * only after the symbols were bound (call.c, rx__init). Plain load. */
-static inline __attribute__((always_inline)) uint32_t capacity(void)
-{
-	return __atomic_load_n((const uint32_t *)&rx__fd_capacity,
-			       __ATOMIC_ACQUIRE);
-}
+/* The record's phase and the table's capacity, as fdtable.h reads them
+ * for the fast path (one load each). */
+#define phase_at(fd) rx__fd_phase_at(fd)
+#define capacity() rx__fd_capacity_now()
 
 static inline __attribute__((always_inline)) bool recv_passes(unsigned ph)
 {
@@ -470,6 +454,7 @@ static int fastopen_begin(struct rx_op *op, int fd, int flags,
 	 * answers EISCONN or EALREADY): the ordinary send path. */
 	if (!(flags & MSG_FASTOPEN) || !sa || rx__fd_tracked(fd))
 		return 2;
+	rx__init_if_needed();
 	return decided(rx__connect_begin(op, fd, sa, salen));
 }
 

@@ -34,8 +34,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "admit.h"
+#include "base.h"
+#include "jump.h"
 #include "metrics.h"
-#include "shim.h"
 
 typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
 typedef void (*exit_fn)(int);

@@ -56,13 +56,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "log.h"
+#include "runtime.h"
+#include "symbols.h"
 
 #define LINE_MAX_BYTES 512
 
@@ -200,7 +203,8 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 		      O_NONBLOCK,
 		  0644);
 	if (fd >= 0 && fd < LOG_FD_MIN) {
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
+		/* The real fcntl: the shim's own wrapper is the program's. */
+		int high = rx__real_fcntl(fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
 
 		if (high >= 0) {
 			rx__real_close(fd);

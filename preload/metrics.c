@@ -2,7 +2,7 @@
  * preload/metrics.c - RESILIX_METRICS_FILE: the Prometheus text exposition
  * format, written atomically, driven by the host's own calls.
  *
- * Design. There is no thread and no timer in the host (DESIGN.md section
+ * Design. There is no thread and no timer in the host (docs/design.md section
  * 3): when a call settles or is refused (a refusal storm is when the
  * counters move most), rx__metrics_tick compares the monotonic time
  * with the next write time (one atomic load) and, once
@@ -74,7 +74,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "metrics.h"
+#include "runtime.h"
+#include "symbols.h"
 #include "ownfile.h"
 #include "resilix/p2.h"
 

@@ -6,12 +6,12 @@
  * RESILIX_METRICS_INTERVAL_MS when a call settles or is refused, at once
  * when a breaker changes state, and once more at exit (with "%p" in the
  * name, the file is removed at exit instead, ADR-222).
- * No thread and no timer run in the host (DESIGN.md section 3): the host's
+ * No thread and no timer run in the host (docs/design.md section 3): the host's
  * own calls drive the writes. Writing never influences admission
  * (ADR-010): the writer only reads copies of the statistics, and any
  * failure just skips a write. Decisions: ADR-160..ADR-164.
  *
- * Call order, all from call.c:
+ * Call order (admit.c settles and refuses, init.c sets up and forks):
  *   rx__metrics_setup     once, at start-up (allocates, by mmap);
  *   rx__metrics_observe   under the guard's lock, after rx_guard_settle;
  *   rx__metrics_tick      after a settlement or a refusal, no lock held;
@@ -25,16 +25,20 @@
 
 #include <stdint.h>
 
-#include "shim.h"
+#include <stdbool.h>
+
+#include "lock.h"
+#include "resilix.h"
+#include "shim_config.h"
 
 /* Set by rx__metrics_setup when metrics are on, before the shim is ready;
- * only read afterwards. call.c tests it before each hook below, so a
+ * only read afterwards. admit.c tests it before each hook below, so a
  * process without RESILIX_METRICS_FILE pays one predictable branch. */
 extern bool rx__metrics_on;
 
 /*
  * rx__metrics_setup - turn metrics on when @cfg names a file. @registry,
- * @registry_lock and @guard_locks are call.c's (the writer takes them one
+ * @registry_lock and @guard_locks are admit.c's (the writer takes them one
  * at a time, never nested, never across a system call). Maps the
  * snapshot and latency arrays (max_keys entries, pages touched lazily) and
  * the 64 KiB format buffer. On failure prints one line and leaves metrics

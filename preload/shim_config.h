@@ -10,7 +10,7 @@
  * preload/config.c with the core (libresilix) and validates an environment
  * exactly as the shim would, without preloading anything.
  *
- * Rules it implements (DESIGN.md section 3, "Configuration"):
+ * Rules it implements (docs/design.md section 3, "Configuration"):
  *   - strict syntax: decimal digits only for integers, a plain decimal for
  *     rates, no sign, no spaces, no trailing junk, no NaN or infinities,
  *     nothing empty; ranges are checked, never clamped;

@@ -4,12 +4,13 @@
  * dup, dup2, dup3).
  *
  * Each wrapper is the first of the three layers (socket_wrapper's
- * pattern): the exported libc name, the lifecycle logic in call.c, and the
+ * pattern): the exported libc name, the lifecycle logic in call.c (connect) and fdtable.c (close, dup,
+ * shutdown), and the
  * lazily bound real function of symbols.c. A wrapper only decides which
  * real function runs and returns what it returned, with errno untouched;
  * the one exception is a refused connect, which returns -1 with errno
  * ECONNREFUSED - an errno connect(2) documents - without calling the real
- * connect, for blocking and non-blocking sockets alike (DESIGN.md: a
+ * connect, for blocking and non-blocking sockets alike (docs/design.md: a
  * refusal never sends a packet).
  *
  * Calls that return a fd number (socket, accept, dup, fcntl F_DUPFD...)
@@ -43,7 +44,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "admit.h"
+#include "base.h"
+#include "call.h"
+#include "fdtable.h"
+#include "init.h"
+#include "log.h"
+#include "symbols.h"
 
 /* glibc exports these reserved names without declaring them. */
 int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len);
@@ -64,6 +71,7 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	struct rx_op op;
 	int rc;
 
+	rx__init_if_needed();
 	switch (rx__connect_begin(&op, fd, sa, len)) {
 	case RX_OP_REFUSE:
 		errno = rx__refusal_errno();

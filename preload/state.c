@@ -77,7 +77,10 @@
 
 #include "ownfile.h"
 #include "resilix/snapshot.h"
-#include "shim.h"
+#include "log.h"
+#include "runtime.h"
+#include "state.h"
+#include "symbols.h"
 
 /* The largest snapshot kept: beyond it, the file is "too large". */
 #define STATE_MAX_BYTES ((size_t)64 << 20)

@@ -31,11 +31,12 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hot.h"
-#include "shim.h"
+#include "symbols.h"
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 typedef int (*getsockopt_fn)(int, int, int, void *, socklen_t *);

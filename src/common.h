@@ -3,7 +3,7 @@
  * hints; never installed. Every file of src/ may include it; it includes
  * nothing of resilix, so it sits at the bottom of the include graph.
  *
- * Two rules of STYLE.md live here so every policy applies them the same
+ * Two rules of CONTRIBUTING.md live here so every policy applies them the same
  * way: arithmetic on times and counters saturates instead of wrapping, and
  * a clock reading earlier than the last one seen means "no time passed"
  * (nginx clamps negative deltas the same way). Nothing here allocates,
@@ -93,7 +93,7 @@ static inline uint64_t rx__ns_to_ms_ceil(uint64_t ns)
 /*
  * rx__clock - the time a policy acts on: @now_ns, unless it is earlier than
  * the latest time seen (*@last), in which case no time has passed. Updates
- * *@last. Source: STYLE.md "Memory, time, errors".
+ * *@last. Source: CONTRIBUTING.md "Memory, time, errors".
  */
 static inline uint64_t rx__clock(uint64_t *last, uint64_t now_ns)
 {

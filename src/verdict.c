@@ -2,7 +2,7 @@
  * verdict.c - classification of call outcomes into verdicts (ADR-003) and
  * the stable names of verdicts and refusal reasons.
  *
- * The table is DESIGN.md's: 2xx/3xx success; 4xx other than 408/429
+ * The table is docs/design.md's: 2xx/3xx success; 4xx other than 408/429
  * answered; 429 and 503 overload; 408 and 504 timeout; every other 5xx and
  * anything unrecognised (including status codes outside 100..599 and
  * errnos we do not know) transient. Unrecognised reads as transient because
@@ -39,6 +39,7 @@ const char *rx_reason_name(enum rx_reason r)
 	    [RX_REASON_RATE_LIMITED] = "rate-limited",
 	    [RX_REASON_THROTTLED] = "throttled",
 	    [RX_REASON_REGISTRY_FULL] = "registry-full",
+	    [RX_REASON_BUDGET_EXCEEDED] = "budget-exceeded",
 	};
 	if ((unsigned)r >= RX_REASON_COUNT || names[r] == NULL)
 		return "unknown";

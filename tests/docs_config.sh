@@ -61,4 +61,11 @@ grep -o '\\-\\-[a-z][a-z0-9\\-]*' "$src/docs/man/resilix-run.1" |
 check "options of resilix-run, not in resilix-run(1)" "$tmp/opts" "$tmp/manopts"
 echo "$(wc -l <"$tmp/code" | tr -d ' ') variables and" \
 	"$(wc -l <"$tmp/opts" | tr -d ' ') options checked"
+# The decisions' index is what scripts/adr-index makes of the entries, and
+# every ADR the tree cites is an entry.
+python3 "$src/scripts/adr-index" --check "$src/docs/decisions.md" || status=1
+python3 "$src/scripts/adr-index" --refs "$src/src" "$src/preload" \
+	"$src/tests" "$src/scripts" "$src/docs" "$src/README.md" \
+	"$src/CONTRIBUTING.md" "$src/Makefile.am" \
+	--file "$src/docs/decisions.md" || status=1
 exit $status

@@ -1,5 +1,5 @@
 #!/bin/sh
-# installcheck.sh BINDIR LIBDIR PKGCONFIGDIR MANDIR CC - run by `make
+# installcheck.sh BINDIR LIBDIR PKGCONFIGDIR MANDIR CC DOCDIR VERSION - run by `make
 # installcheck` (and so by `make distcheck`, in its temporary prefix):
 # what `make install` put there works on its own.
 #   - pkg-config resilix gives the flags to build and link a C program
@@ -7,10 +7,12 @@
 #   - the installed resilix-run finds the installed shim and the
 #     installed helpers (ADR-167): --print-so, --check on a good and a bad
 #     environment, --help;
-#   - the man pages are there.
+#   - the man pages are there, and the documents its warnings name
+#     (DOCDIR/limits.md), which it names by their installed path;
+#     --version says VERSION.
 # It writes only into a temporary directory.
 set -u
-bindir=$1 libdir=$2 pcdir=$3 mandir=$4 cc=$5
+bindir=$1 libdir=$2 pcdir=$3 mandir=$4 cc=$5 docdir=${6:-} version=${7:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/resilix-installcheck.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -66,3 +68,21 @@ for page in man7/resilix.7 man1/resilix-run.1; do
 	[ -s "$mandir/$page" ] || fail "man page $mandir/$page missing"
 done
 ok "man pages resilix(7) and resilix-run(1) installed"
+
+if [ -n "$docdir" ]; then
+	for doc in limits.md config.md README.md; do
+		[ -s "$docdir/$doc" ] || fail "document $docdir/$doc missing"
+	done
+	# The warnings name the installed copy (make install wrote docdir
+	# into the wrapper), not a path of the source tree.
+	grep -q "^resilix_docdir=$docdir\$" "$bindir/resilix-run" ||
+		grep -q '^resilix_docdir=/' "$bindir/resilix-run" ||
+		fail "the installed resilix-run does not know where the documents are"
+	ok "documents installed in $docdir, and the wrapper names them there"
+fi
+if [ -n "$version" ]; then
+	out=$("$bindir/resilix-run" --version) || fail "resilix-run --version"
+	[ "$out" = "resilix-run (resilix) $version" ] ||
+		fail "resilix-run --version: '$out', expected version $version"
+	ok "resilix-run --version: $out"
+fi

@@ -3,7 +3,7 @@
  *
  * Caps the calls in flight to one key at a limit L that it learns from
  * latency, so that an upstream is never sent more concurrent work than it
- * can finish without queueing (DESIGN.md section 2, ADR-008, ADR-015).
+ * can finish without queueing (docs/design.md section 2, ADR-008, ADR-015).
  *
  * Admission, measured against the current limit L:
  *   - in_flight < L (L / 2 during a probe, below), and fewer waiters than
@@ -170,7 +170,7 @@ int rx_limiter_algorithm_parse(const char *name,
 
 /*
  * Configuration. Defaults and their provenance (ADR-009):
- *   algorithm vegas (DESIGN.md); initial_limit 20 (NCL Vegas, FGO);
+ *   algorithm vegas (docs/design.md); initial_limit 20 (NCL Vegas, FGO);
  *   max_limit 1000 (NCL Vegas, Envoy); min_limit 4 (ours: a
  *   single-threaded program, at most a few calls in flight, is never shed);
  *   quantile 0.9 (FGO); window_min_samples 50 (FGO); window_min_ms 100

@@ -41,6 +41,7 @@ enum rx_reason {
 	RX_REASON_RATE_LIMITED,
 	RX_REASON_THROTTLED,
 	RX_REASON_REGISTRY_FULL, /* no key state available (pass-through) */
+	RX_REASON_BUDGET_EXCEEDED, /* retry budget spent (retry.h) */
 	RX_REASON_COUNT
 };
 
@@ -87,6 +88,10 @@ struct rx_observation {
 enum rx_policy_kind {
 	RX_POLICY_BREAKER = 0,
 	RX_POLICY_LIMITER,
+	RX_POLICY_BULKHEAD,     /* bulkhead.h */
+	RX_POLICY_RATELIMIT,    /* ratelimit.h */
+	RX_POLICY_THROTTLER,    /* throttler.h */
+	RX_POLICY_RETRY_BUDGET, /* retry.h: admit = withdraw a retry */
 	RX_POLICY_KIND_COUNT
 };
 

@@ -51,7 +51,7 @@ const char *rx_verdict_name(enum rx_verdict v);
  *          (unrecognised). 1xx is not final; callers should not pass it,
  *          it classifies as TRANSIENT.
  * Never fails. Thread-safe, O(1), no allocation.
- * Source: DESIGN.md verdict table, ADR-003.
+ * Source: docs/design.md's verdict table, ADR-003.
  */
 enum rx_verdict rx_verdict_from_http(int status);
 
@@ -64,7 +64,7 @@ enum rx_verdict rx_verdict_from_http(int status);
  * ETIMEDOUT at connect and EAGAIN after SO_RCVTIMEO (callers map that to
  * ETIMEDOUT) are TIMEOUT; everything else is TRANSIENT.
  * Never fails. Thread-safe, O(1), no allocation.
- * Source: DESIGN.md verdict table, ADR-003.
+ * Source: docs/design.md's verdict table, ADR-003.
  */
 enum rx_verdict rx_verdict_from_errno(int err, enum rx_phase phase);
 

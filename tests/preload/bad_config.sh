@@ -8,7 +8,7 @@
 # one process each: each prints its own single line.
 #
 # RESILIX_FAILURE_RATE=1 is valid but can never be exceeded; the shim
-# prints a one-line notice naming it (DESIGN: "Configuration").
+# prints a one-line notice naming it (docs/design.md, "Configuration").
 . "$(dirname "$0")/lib.sh"
 rx_need curl
 rx_require_build

@@ -24,8 +24,8 @@ rx_assert_eq "--check exit status, valid" 0 "$?"
 rx_assert_grep "says valid" '^# resilix configuration: valid$' "$out"
 rx_assert_grep "a variable from the environment" \
 	'^RESILIX_FAILURE_RATE +0\.25 +environment$' "$out"
-rx_assert_grep "an option counts as the variable" \
-	'^RESILIX_OPEN_MS +3000 +environment$' "$out"
+rx_assert_grep "an option counts as the variable, said as given by it" \
+	'^RESILIX_OPEN_MS +3000 +option --open-ms$' "$out"
 rx_assert_grep "a default, with its value" '^RESILIX_WINDOW_CALLS +100 +default$' "$out"
 rx_assert_grep "an off default says so" \
 	'^RESILIX_SLOW_CALL_MS +unset \(slow-call condition off\) +default$' "$out"
@@ -128,13 +128,13 @@ timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
 rx_assert_eq "--status exit status with an open breaker" 1 "$?"
 rx_dump_on_fail "$prom"
 cat "$out" | sed 's/^/# /'
-rx_assert_grep "header" '^key +state +calls +fail% +slow% +limit +in-flight +refused$' "$out"
+rx_assert_grep "header" '^key +state +calls +window +fail% +slow% +limit +in-flight +refused$' "$out"
 rx_assert_eq "the open breaker's row comes first" "127.0.0.1:$bad open" \
 	"$(sed -n 2p "$out" | awk '{print $1, $2}')"
 rx_assert_grep "its calls, failure % and refusals" \
-	"^127\\.0\\.0\\.1:$bad +open +10 +100 +0 +[0-9]+ +0 +5 \\(circuit-open 5\\)$" "$out"
+	"^127\\.0\\.0\\.1:$bad +open +10 +10 +100 +0 +[0-9]+ +0 +5 \\(circuit-open 5\\)$" "$out"
 rx_assert_grep "the closed one, 15 calls, no failures" \
-	"^127\\.0\\.0\\.1:$good +closed +15 +0 +0 +[0-9]+ +0 +0$" "$out"
+	"^127\\.0\\.0\\.1:$good +closed +15 +15 +0 +0 +[0-9]+ +0 +0$" "$out"
 rx_assert_grep "why it is open" \
 	"^127\\.0\\.0\\.1:$bad is open: failure rate 100%, .* over 10 calls" "$out"
 rx_assert_grep "the probe time, counted down from the write" \

@@ -1,7 +1,7 @@
 #!/bin/bash
 # curl_answer_then_error.sh - a libcurl transfer that got its final HTTP
 # status and then ended in an error is judged by the status, at its first
-# byte (ADR-241; DESIGN.md: a call ends at its first response byte).
+# byte (ADR-241; docs/design.md: a call ends at its first response byte).
 #
 # Each curl process makes 6 transfers; a backstop of 5 consecutive
 # failures would refuse the sixth.

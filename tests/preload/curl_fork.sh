@@ -1,7 +1,7 @@
 #!/bin/bash
 # curl_fork.sh - regression test: a child forked while another thread
 # holds the curl layer's handle-table lock must not inherit it held
-# (DESIGN.md, "Never make the host worse"). Two threads set options on
+# (docs/design.md, "Never make the host worse"). Two threads set options on
 # their handles in a loop (each call takes the lock) while the main thread
 # forks 300 children that set one option each and exit. Before the fork
 # handlers of preload/curl.c, children hung on the lock (killed here by

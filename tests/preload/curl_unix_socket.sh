@@ -1,6 +1,6 @@
 #!/bin/bash
 # curl_unix_socket.sh - libcurl transfers over a Unix socket are never
-# tracked (ADR-242; DESIGN.md: AF_UNIX sockets pass through), so a
+# tracked (ADR-242; docs/design.md: AF_UNIX sockets pass through), so a
 # failing API behind a Unix socket cannot open the circuit of the TCP
 # service that has the URL's host and port.
 #

@@ -10,6 +10,8 @@
 # - LD_PRELOAD is set only on the program under test (rx_shim), never on
 #   the harness shell, the upstream or the tools that check results.
 # - Every program runs under `timeout`; every upstream has --max-seconds.
+# - No process outlives its test: at exit every process the test started,
+#   and every descendant of those still running, is killed (ADR-345).
 # - Traffic goes to 127.0.0.1 only.
 # - Exit 77 (skip) only when the machine lacks what a test needs: a tool
 #   (rx_need), root or a kernel feature (rx_skip); a missing build product
@@ -58,8 +60,60 @@ RX_TMP=$(mktemp -d "${TMPDIR:-/tmp}/resilix-$RX_NAME.XXXXXX")
 RX_PIDS=""
 RX_DUMP=""
 
+# rx_descendants PID: sets RX_DESC to the pids of PID's live descendants
+# (children first), read from /proc: no command substitution, whose own
+# subshell would count itself, and no procps.
+rx_descendants() {
+	local f line pid ppid rest i
+	local -A kids=()
+	RX_DESC=()
+	for f in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$f" || continue
+		pid=${line%% *}
+		# "pid (comm) state ppid ...": comm may hold spaces and ')'.
+		rest=${line##*) }
+		case $rest in Z* | X*) continue ;; esac
+		ppid=${rest#* }
+		ppid=${ppid%% *}
+		kids[$ppid]="${kids[$ppid]:-} $pid"
+	done
+	local queue=("$1")
+	for ((i = 0; i < ${#queue[@]}; i++)); do
+		for pid in ${kids[${queue[i]}]:-}; do
+			queue+=("$pid")
+			RX_DESC+=("$pid")
+		done
+	done
+}
+
+# rx_kill_tree: TERM every descendant of this test still running - what
+# it started in the background and registered (upstreams, servers), and
+# what those started, such as the program under a `timeout` that a
+# backgrounded helper function runs in a subshell of its own (killing the
+# subshell alone left the program running, re-parented to pid 1, ADR-345)
+# - then KILL what is left after 2 s.
+rx_kill_tree() {
+	local pid i
+	rx_descendants $$
+	[ ${#RX_DESC[@]} -gt 0 ] || return 0
+	kill -TERM "${RX_DESC[@]}" 2>/dev/null
+	for ((i = 0; i < 40; i++)); do
+		rx_descendants $$
+		[ ${#RX_DESC[@]} -gt 0 ] || return 0
+		sleep 0.05
+	done
+	kill -KILL "${RX_DESC[@]}" 2>/dev/null
+	for pid in "${RX_DESC[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	return 0
+}
+
 rx_cleanup() {
 	local pid
+	# The whole tree at once: a process whose parent died first would
+	# be re-parented out of reach.
+	rx_kill_tree
 	for pid in $RX_PIDS; do
 		kill -TERM "$pid" 2>/dev/null
 	done

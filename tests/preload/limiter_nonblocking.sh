@@ -1,7 +1,7 @@
 #!/bin/bash
 # limiter_nonblocking.sh - a non-blocking caller is never made to wait for
 # a limiter slot: where the limiter would queue it, it is shed at once
-# (DESIGN.md section 3). 32 connections opened together against an
+# (docs/design.md section 3). 32 connections opened together against an
 # upstream that answers in 300 ms, with the limit at 8
 # (RESILIX_LIMIT_MIN=RESILIX_LIMIT_MAX=8: no adaptation during the test):
 #

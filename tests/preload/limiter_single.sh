@@ -1,6 +1,6 @@
 #!/bin/bash
 # limiter_single.sh - a single-threaded program is never shed by the
-# limiter (minimum limit 4, DESIGN.md): at most one call of it is in
+# limiter (minimum limit 4, docs/design.md): at most one call of it is in
 # flight, below any limit the limiter can reach. The upstream answers 429
 # (overload: the strongest pressure there is, each one cutting the limit
 # by a tenth at once), so the limit is driven to its minimum and stays

@@ -2,7 +2,8 @@
  * cunit_main.h - the one way our CUnit programs run and exit.
  *
  * CU_basic_run_tests() returns CUE_SUCCESS even when assertions failed, so
- * the exit status comes from CU_get_number_of_failures() (STYLE.md, Tests).
+ * the exit status comes from CU_get_number_of_failures() (CONTRIBUTING.md,
+ * Tests).
  * Usage:
  *     static const struct rx_test tests[] = {{"name", fn}, ..., {NULL, NULL}};
  *     int main(void) { return rx_run_suite("window", tests); }

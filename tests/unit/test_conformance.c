@@ -23,6 +23,12 @@
  * failure, as is any change an admitted-then-released call leaves behind
  * (ADR-139).
  *
+ * A policy whose own refusals are evidence (the throttler counts a
+ * throttled call as a request, ADR-424) sets mirror_refusals instead: an
+ * extra call A refuses was a real call, so B is asked the same (with a
+ * copy of its own generator) and must refuse it the same way; no offset
+ * is carried. Only admitted-then-released calls are A's alone (ADR-430).
+ *
  * To register a policy: add its kind to enum rx_policy_kind (policy.h), a
  * make/stats pair here, and its entry in factories[].
  */
@@ -56,6 +62,8 @@ struct conformance_factory {
 	/* Bit i set: statistic i counts refusals (may grow on a refused
 	 * extra call, and only then). */
 	uint64_t refusal_stats;
+	/* A refused extra call is given to B too (ADR-430). */
+	bool mirror_refusals;
 };
 
 static uint64_t bits_of(double d)
@@ -198,11 +206,199 @@ static const struct conformance_factory limiter_factory = {
 		     UINT64_C(1) << LIM_SHED_FULL,
 };
 
+/* --- bulkhead ----------------------------------------------------------- */
+
+static const struct rx_policy_ops *bulkhead_make(void *mem, uint64_t seed,
+						 void **self)
+{
+	struct rx_bulkhead *b = mem;
+	struct rx_bulkhead_config c;
+	/* Caps around CONF_HELD, so that held calls fill it. */
+	c.max_in_flight = 1 + (uint32_t)(seed % (CONF_HELD + 2));
+	CU_ASSERT_EQUAL_FATAL(rx_bulkhead_init(b, &c), RX_OK);
+	*self = b;
+	return &rx_bulkhead_ops;
+}
+
+enum { BH_REFUSED = 2, BH_QUEUED };
+
+static size_t bulkhead_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			     size_t max)
+{
+	struct rx_bulkhead_stats s;
+	(void)now_ns;
+	rx_bulkhead_stats(self, &s);
+	const uint64_t v[] = {
+	    s.max_in_flight,
+	    s.in_flight,
+	    [BH_REFUSED] = s.refused,
+	    [BH_QUEUED] = s.queued,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory bulkhead_factory = {
+    .name = "bulkhead",
+    .make = bulkhead_make,
+    .stats = bulkhead_stats,
+    .refusal_stats = UINT64_C(1) << BH_REFUSED | UINT64_C(1) << BH_QUEUED,
+};
+
+/* --- rate limiter ------------------------------------------------------- */
+
+static const struct rx_policy_ops *ratelimit_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	struct rx_ratelimit *r = mem;
+	struct rx_rng g;
+	struct rx_ratelimit_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0x7a7e));
+	/* Rates near the history's (about 30 calls a second, with pauses),
+	 * so that the bucket empties, refills and stays full by turns. */
+	c.tokens = 1 + rx_rng_next(&g) % 40;
+	c.period_ms = rx_rng_next(&g) % 2 ? 1000 : 100 + rx_rng_next(&g) % 3000;
+	c.burst = rx_rng_next(&g) % 3 ? rx_rng_next(&g) % 6 : 0;
+	CU_ASSERT_EQUAL_FATAL(rx_ratelimit_init(r, &c), RX_OK);
+	*self = r;
+	return &rx_ratelimit_ops;
+}
+
+enum { RL_REFUSED = 3, RL_QUEUED };
+
+static size_t ratelimit_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	const struct rx_ratelimit *r = self;
+	struct rx_ratelimit_stats s;
+	rx_ratelimit_stats(r, now_ns, &s);
+	const uint64_t v[] = {
+	    s.tokens,
+	    s.burst,
+	    s.wait_ns,
+	    [RL_REFUSED] = s.refused,
+	    [RL_QUEUED] = s.queued,
+	    /* The fraction of a token too: a refund must be exact. */
+	    r->units,
+	    rx_ratelimit_next_ns(r, now_ns),
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory ratelimit_factory = {
+    .name = "ratelimit",
+    .make = ratelimit_make,
+    .stats = ratelimit_stats,
+    .refusal_stats = UINT64_C(1) << RL_REFUSED | UINT64_C(1) << RL_QUEUED,
+};
+
+/* --- throttler ---------------------------------------------------------- */
+
+static const struct rx_policy_ops *throttler_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	static const double ks[] = {1.0, 1.1, 2.0, 3.0};
+	static const double caps[] = {1.0, 0.9, 0.5};
+	struct rx_throttler *t = mem;
+	struct rx_rng g;
+	struct rx_throttler_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0x7410));
+	rx_throttler_config_default(&c);
+	/* Short periods, so that buckets leave the ring within a history
+	 * (it lasts about a minute), and tickets outlive their bucket. */
+	c.k = ks[rx_rng_next(&g) % 4];
+	c.max_reject = caps[rx_rng_next(&g) % 3];
+	c.period_ms = 1000 + rx_rng_next(&g) % 10000;
+	c.buckets = 1 + (uint32_t)(rx_rng_next(&g) % 20);
+	CU_ASSERT_EQUAL_FATAL(rx_throttler_init(t, &c), RX_OK);
+	*self = t;
+	return &rx_throttler_ops;
+}
+
+static size_t throttler_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	struct rx_throttler_stats s;
+	rx_throttler_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    s.requests,
+	    s.accepts,
+	    bits_of(s.reject_probability),
+	    s.throttled,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory throttler_factory = {
+    .name = "throttler",
+    .make = throttler_make,
+    .stats = throttler_stats,
+    .mirror_refusals = true,
+};
+
+/* --- retry budget ------------------------------------------------------- */
+
+static const struct rx_policy_ops *budget_make(void *mem, uint64_t seed,
+					       void **self)
+{
+	struct rx_retry_budget *b = mem;
+	struct rx_rng g;
+	struct rx_retry_budget_config c;
+	rx_rng_seed(&g, seed ^ UINT64_C(0xb0d9));
+	rx_retry_budget_config_default(&c);
+	/* admit withdraws and nothing deposits, so the floor alone pays:
+	 * large enough to admit for a while, small enough to run out, and
+	 * short ttls, so withdrawals expire within a history. */
+	c.ttl_ms = 1000 + rx_rng_next(&g) % 4000;
+	c.min_retries_per_s = 1 + (uint32_t)(rx_rng_next(&g) % 40);
+	c.buckets = 1 + (uint32_t)(rx_rng_next(&g) % 20);
+	CU_ASSERT_EQUAL_FATAL(rx_retry_budget_init(b, &c), RX_OK);
+	*self = b;
+	return &rx_retry_budget_ops;
+}
+
+enum { RB_REFUSED = 4 };
+
+static size_t budget_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			   size_t max)
+{
+	struct rx_retry_budget_stats s;
+	rx_retry_budget_stats(self, now_ns, &s);
+	const uint64_t v[] = {
+	    (uint64_t)s.balance_units, s.retries_available,
+	    s.first_attempts,	       s.retries,
+	    [RB_REFUSED] = s.refused,
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory budget_factory = {
+    .name = "retry-budget",
+    .make = budget_make,
+    .stats = budget_stats,
+    .refusal_stats = UINT64_C(1) << RB_REFUSED,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
     [RX_POLICY_BREAKER] = &breaker_factory,
     [RX_POLICY_LIMITER] = &limiter_factory,
+    [RX_POLICY_BULKHEAD] = &bulkhead_factory,
+    [RX_POLICY_RATELIMIT] = &ratelimit_factory,
+    [RX_POLICY_THROTTLER] = &throttler_factory,
+    [RX_POLICY_RETRY_BUDGET] = &budget_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
@@ -277,10 +473,23 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			struct rx_refusal why;
 			uint64_t before[CONF_STATS_MAX], after[CONF_STATS_MAX];
 			size_t nb = f->stats(sa, now, before, CONF_STATS_MAX);
-			if (ops->admit(sa, &x, &t, &why) == RX_ADMIT) {
+			enum rx_decision dx = ops->admit(sa, &x, &t, &why);
+			if (dx == RX_ADMIT) {
 				struct rx_observation o = {RX_REJECTED, 0, now};
 				ops->settle(sa, &t, &o);
 				extra++;
+			} else if (f->mirror_refusals) {
+				/* A real call: B is asked it too (ADR-430). */
+				struct rx_rng sb_rng = rng_b;
+				struct rx_admit_ctx xb = {now, &sb_rng,
+							  can_wait};
+				struct rx_ticket tb;
+				struct rx_refusal wb;
+				CU_ASSERT_EQUAL_FATAL(
+				    ops->admit(sb, &xb, &tb, &wb), dx);
+				CU_ASSERT_EQUAL_FATAL(wb.reason, why.reason);
+				CU_ASSERT_EQUAL_FATAL(wb.retry_after_ms,
+						      why.retry_after_ms);
 			} else {
 				/* A real refusal: only refusal counters may
 				 * move, and they stay ahead of B's by it. */

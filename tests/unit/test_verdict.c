@@ -1,6 +1,6 @@
 /*
  * test_verdict.c - classification of HTTP statuses and errnos into
- * verdicts (DESIGN.md verdict table, ADR-003), the names of verdicts and
+ * verdicts (docs/design.md's verdict table, ADR-003), the names of verdicts and
  * reasons, rx_strerror, and the SplitMix64 generator.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
- * test_sniff_http.c - the HTTP/1.x sniffer of the shim (preload/
- * sniff_http.c): status lines read whole or byte by byte, interim
+ * test_proto_http.c - the HTTP/1.x protocol module of the shim
+ * (preload/proto_http.c): status lines read whole or byte by byte, interim
  * responses skipped, upgrades and non-HTTP bytes told apart, and which
  * writes start a request (ADR-191, ADR-214).
  */
@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 
 #include "../support/cunit_main.h"
-#include "shim.h"
+#include "proto_http.h"
 
 /* Feed @text in pieces of @step bytes; the result and *@status. */
 static enum rx_sniff_result feed(const char *text, size_t step, int *status)

@@ -1,12 +1,13 @@
 /*
- * preload/sniff_http.c - read the status of an HTTP/1.x response from its
- * first bytes, however the application splits its reads.
+ * preload/proto_http.c - the HTTP/1.x protocol module: read the status of an
+ * HTTP/1.x response from its first bytes, however the application splits its
+ * reads.
  *
  * Design. A byte-at-a-time state machine over "HTTP/" DIGIT ["." DIGIT]
  * SP DIGIT DIGIT DIGIT, kept in a few bytes of the fd's entry, so a status
  * line that arrives as "HT" + "TP/1.1 5" + "03 ..." still parses. It
  * decides at the third status digit and never looks further (the reason
- * phrase is free text). Rules (DESIGN.md section 3, "What is a call"):
+ * phrase is free text). Rules (docs/design.md section 3, "What is a call"):
  *   - the first byte of a response that does not continue "HTTP/" means
  *     another protocol: RX_SNIFF_OTHER, a success on the first byte;
  *   - 1xx other than 101 is interim (100 Continue, 103 Early Hints): its
@@ -19,7 +20,7 @@
  * "HTTP/2 200" is accepted for tolerance, although HTTP/2 never sends a
  * status line on the wire. Pure: no clock, no I/O, no allocation. The
  * common case - a whole final status line at the start of a response - is
- * decided by the inline rx__sniff_feed in shim.h before this machine is
+ * decided by the inline rx__sniff_feed in proto_http.h before this machine is
  * called at all (ADR-187).
  *
  * The other direction, once: rx__http_request_start tells whether a write
@@ -30,7 +31,7 @@
 
 #include <string.h>
 
-#include "shim.h"
+#include "proto_http.h"
 
 enum { S_STATUS = 0, S_SKIP = 1 };
 
@@ -84,10 +85,10 @@ static bool status_step(struct rx_sniff_http *s, unsigned char c)
 	return true;
 }
 
-/* The inline rx__sniff_feed (shim.h) decides a whole final status line at
+/* The inline rx__sniff_feed (proto_http.h) decides a whole final status line at
  * the start of a fresh response itself, with these positions. */
 _Static_assert(S_STATUS == 0 && P_CODE + 3 == 12,
-	       "shim.h's rx__sniff_feed fast path uses these positions");
+	       "proto_http.h's rx__sniff_feed fast path uses these positions");
 
 enum rx_sniff_result rx__sniff_feed_slow(struct rx_sniff_http *s,
 					 const void *buf, size_t len,
@@ -148,20 +149,7 @@ enum rx_sniff_result rx__sniff_feed_slow(struct rx_sniff_http *s,
  * start: a request line written in pieces. Reads at most 24 bytes, from
  * the first iovec entries; called only for a tracked fd. O(1).
  */
-/* "GET " and "POST" as the 32-bit words memcpy reads from the bytes. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define WORD4(a, b, c, d)                                                      \
-	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 |            \
-	 (uint32_t)(d) << 24)
-#else
-#define WORD4(a, b, c, d)                                                      \
-	((uint32_t)(d) | (uint32_t)(c) << 8 | (uint32_t)(b) << 16 |            \
-	 (uint32_t)(a) << 24)
-#endif
-#define GET_SP WORD4('G', 'E', 'T', ' ')
-#define POST WORD4('P', 'O', 'S', 'T')
-
-bool rx__http_request_start(const struct iovec *iov, int iovcnt)
+bool rx__http_request_start_slow(const struct iovec *iov, int iovcnt)
 {
 	unsigned char buf[24];
 	const unsigned char *b = buf;
@@ -192,8 +180,9 @@ bool rx__http_request_start(const struct iovec *iov, int iovcnt)
 		uint32_t w4;
 
 		memcpy(&w4, b, 4);
-		if ((w4 == GET_SP && b[4] == '/') ||
-		    (w4 == POST && b[4] == ' ' && b[5] == '/'))
+		if ((w4 == RX_HTTP_WORD4('G', 'E', 'T', ' ') && b[4] == '/') ||
+		    (w4 == RX_HTTP_WORD4('P', 'O', 'S', 'T') && b[4] == ' ' &&
+		     b[5] == '/'))
 			return true;
 	}
 	while (m < n && m < 20 &&

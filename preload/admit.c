@@ -1,0 +1,763 @@
+/*
+ * preload/admit.c - admission and settlement: the key registry and its
+ * locks, the wait for a limiter slot, and the log lines of breaker
+ * transitions and limit changes (ADR-136, ADR-138, ADR-185, ADR-223,
+ * ADR-226).
+ *
+ * Locks. Two of the shim's three kinds live here, never nested, never
+ * held across a call into libc: the registry lock (acquire/release of a
+ * key, O(1)) and one lock per guard (indexed by rx_registry_index;
+ * admit/settle, O(1)). The fd stripe locks are fdtable.c's. So no lock
+ * order exists to get wrong, and a thread blocked in recv holds nothing.
+ * The guard of a tracked fd stays pinned from connect to close, so the
+ * registry never evicts a key with a live connection.
+ *
+ * Waiting for a limiter slot (ADR-136). Where the adaptive limiter would
+ * queue a call, a blocking caller (a blocking socket's connect, or the
+ * first write of a new request on a blocking socket without MSG_DONTWAIT,
+ * or libcurl's perform) takes a place in the key's queue and waits, in
+ * arrival order, at most RESILIX_QUEUE_TIMEOUT_MS (and RESILIX_TIMEOUT_MS,
+ * when set: the call's deadline covers its wait); a non-blocking caller
+ * never waits, it is refused (limiter-full) where it would have queued.
+ * The wait holds no lock: it sleeps on a per-key futex word that every
+ * settlement of a key with waiters bumps and wakes (and at most
+ * WAIT_SLICE_MS at a time, so a missed wake-up, or a limit that grew or
+ * relaxed, costs a few ms, never a hang). The guard stays pinned while
+ * its caller waits; a close of the fd meanwhile releases that pin, and
+ * the registry keeps a key with waiters anyway. Limit changes are logged
+ * at info, at most one line per key per LIMIT_LOG_NS (ADR-138).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "errclass.h"
+#include "log.h"
+#include "metrics.h"
+#include "runtime.h"
+#include "state.h"
+#include "symbols.h"
+
+static struct rx_registry *registry;
+static struct rx_lock registry_lock;
+static struct rx_lock *guard_locks; /* rx__cfg.registry.max_keys of them */
+
+/*
+ * Per-key state of the limiter's executor, beside guard_locks (same
+ * index). wake_seq is the futex word waiters sleep on (atomic, no lock);
+ * the logged_* fields are read and written under the key's guard lock.
+ */
+struct key_wait {
+	_Atomic uint32_t wake_seq;
+	uint32_t logged_limit; /* last limit logged, 0 = none yet */
+	uint64_t logged_ns;    /* when it was logged */
+};
+static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
+
+/* Longest single sleep of a waiter: bounds the cost of a missed wake. */
+#define WAIT_SLICE_MS 10
+/* At most one limit-change line per key per this long (ADR-138). */
+#define LIMIT_LOG_NS (100 * RX_NS_PER_MS)
+/* Any hook of a settlement on: log level info or debug, or a metrics
+ * file. Set once at start-up, read-only afterwards (ADR-185). */
+static bool hooks_on;
+static atomic_bool warned_registry_full;
+
+static struct rx_lock *guard_lock(struct rx_guard *g)
+{
+	return &guard_locks[rx_registry_index(registry, g)];
+}
+
+static const char *key_of(struct rx_guard *g)
+{
+	return rx_registry_key(registry, g);
+}
+
+const char *rx__key_name(struct rx_guard *g)
+{
+	return key_of(g);
+}
+
+/* ------------------------------------------------------------------------
+ * Admission and settlement, with breaker transitions logged.
+ * ---------------------------------------------------------------------- */
+
+struct watch {
+	bool on;	      /* log a transition (level info) */
+	bool changed;	      /* the breaker changed state */
+	uint64_t transitions; /* its count before */
+	struct rx_breaker_stats before, after;
+};
+
+/* Caller holds @g's lock, from watch_begin to watch_end. */
+static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
+{
+	w->transitions = g->breaker.transitions;
+	w->on = rx__cfg.guard.breaker_on && rx__log_enabled(RX_LOG_INFO);
+	if (w->on)
+		rx_breaker_stats(&g->breaker, now, &w->before);
+}
+
+static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
+{
+	w->changed = g->breaker.transitions != w->transitions;
+	if (w->on)
+		rx_breaker_stats(&g->breaker, now, &w->after);
+}
+
+/* Why the breaker moved from @from to @to, judged from the stats after
+ * the move (a trip does not clear the window). */
+static const char *transition_reason(const struct rx_breaker_stats *st,
+				     enum rx_breaker_state from,
+				     enum rx_breaker_state to)
+{
+	const struct rx_breaker_config *b = &rx__cfg.guard.breaker;
+	uint32_t min =
+	    b->min_calls < b->window_calls ? b->min_calls : b->window_calls;
+	bool enough;
+
+	if (from == RX_BREAKER_OPEN && to == RX_BREAKER_HALF_OPEN)
+		return "open-elapsed";
+	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_CLOSED)
+		return "probe-succeeded";
+	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_OPEN)
+		return "probe-failed";
+	if (from != RX_BREAKER_CLOSED || to != RX_BREAKER_OPEN)
+		return "unknown";
+	/* A starved window decides on what it holds, down to 5 samples. */
+	if (st->starved && min > 5)
+		min = 5;
+	enough = st->window_count >= min;
+	if (enough && b->failure_rate < 1.0 &&
+	    st->failure_rate > b->failure_rate)
+		return "failure-rate";
+	if (enough && b->slow_call_ms > 0 && b->slow_call_rate < 1.0 &&
+	    st->slow_call_rate > b->slow_call_rate)
+		return "slow-call-rate";
+	if (b->consecutive_backstop > 0 &&
+	    st->consecutive_failures >= b->consecutive_backstop)
+		return "consecutive-failures";
+	return "unknown";
+}
+
+/* Log a transition seen by @w. Called with no lock held. */
+static void watch_log(const struct watch *w, struct rx_guard *g)
+{
+	char fr[8], sr[8];
+
+	if (!w->on || w->before.transitions == w->after.transitions)
+		return;
+	rx__log(RX_LOG_INFO,
+		"key=%s event=breaker-transition from=%s to=%s reason=%s "
+		"failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
+		key_of(g), rx_breaker_state_name(w->before.state),
+		rx_breaker_state_name(w->after.state),
+		transition_reason(&w->after, w->before.state, w->after.state),
+		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
+		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
+		w->after.window_count, w->after.consecutive_failures);
+}
+
+/* After an admission step: log a transition, and let the metrics file
+ * show it at once (ADR-222). No lock held. */
+static void watch_report(const struct watch *w, struct rx_guard *g,
+			 uint64_t now)
+{
+	watch_log(w, g);
+	if (w->changed && rx__metrics_on)
+		rx__metrics_tick(now, true);
+}
+
+static struct key_wait *key_wait_of(struct rx_guard *g)
+{
+	return &key_waits[rx_registry_index(registry, g)];
+}
+
+/* Wake every waiter of @kw: one of them may now have its turn. Called
+ * with no lock held. */
+static void wake_waiters(struct key_wait *kw)
+{
+	int saved = errno;
+
+	atomic_fetch_add_explicit(&kw->wake_seq, 1, memory_order_release);
+	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+		NULL, 0);
+	errno = saved;
+}
+
+/* Sleep until woken or @ns pass. Returns false when a signal handler ran
+ * (EINTR). */
+static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / UINT64_C(1000000000)),
+			      (long)(ns % UINT64_C(1000000000))};
+
+	return syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
+		       NULL, 0) == 0 ||
+	       errno != EINTR;
+}
+
+/*
+ * A signal handler ran while a caller waited for a limiter slot: would the
+ * real call have been interrupted? Not if that handler was installed with
+ * SA_RESTART (signal(7): connect and write are restarted then). The kernel
+ * does not say which signal it was, so the wait ends only when no signal
+ * this thread can receive has a handler with SA_RESTART - whichever of
+ * them ran, the real call would have been interrupted (ADR-223). A
+ * program that mixes the two keeps waiting: a spurious interruption is
+ * worse than a wait the queue timeout bounds. Up to 64 sigaction calls,
+ * on this rare path only.
+ */
+static bool interrupt_wanted(void)
+{
+	struct sigaction sa;
+	bool handled = false;
+	sigset_t mask;
+	int s;
+
+	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) != 0)
+		return false;
+	for (s = 1; s < NSIG; s++) {
+		if (s == SIGKILL || s == SIGSTOP ||
+		    sigismember(&mask, s) == 1 ||
+		    sigaction(s, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+		    sa.sa_handler == SIG_IGN)
+			continue;
+		if (sa.sa_flags & SA_RESTART)
+			return false;
+		handled = true;
+	}
+	return handled;
+}
+
+/* The place this thread waits in, while it waits (ADR-226): a jump out
+ * of the wait (siglongjmp from a signal handler) gives it up. */
+static RX_TLS struct {
+	struct rx_guard *g;
+	uint64_t place;
+} waiting;
+
+/* End this thread's place at @g (@refused: counted as a limiter-full
+ * refusal). The caller holds @g's lock @l; forgetting the place under it
+ * keeps rx__jumped from ending it a second time. Then wake the queue. */
+static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
+			     uint64_t place, bool refused)
+{
+	waiting.g = NULL;
+	rx_guard_cancel_wait(g, place, refused);
+	rx__unlock(l);
+	wake_waiters(key_wait_of(g));
+}
+
+void rx__jumped(void)
+{
+	struct rx_guard *g = waiting.g;
+	struct rx_lock *l;
+
+	/* The handler that jumps interrupted a critical section of this
+	 * thread: its lock stays taken for good, and this thread, taking it
+	 * again, would spin for ever. It goes on passing every call through
+	 * (other threads wait on that lock: the jump's own fault). */
+	if (rx__locks_held > 0)
+		return;
+	rx__inside = 0;
+	if (!g)
+		return;
+	l = guard_lock(g);
+	if (!rx__trylock(l)) {
+		waiting.g = NULL; /* another thread holds it: the place stays */
+		return;
+	}
+	end_place_locked(g, l, waiting.place, false);
+}
+
+/* The errno a refusal gives the caller (ADR-223): ECONNREFUSED, or EINTR
+ * when a signal ended a send's wait for a limiter slot. Per thread; read
+ * once by rx__refusal_errno. */
+static RX_TLS int refusal_errno;
+
+int rx__refusal_errno(void)
+{
+	int e = refusal_errno ? refusal_errno : ECONNREFUSED;
+
+	refusal_errno = 0;
+	return e;
+}
+
+/* The program's own bound on a send on @fd (SO_SNDTIMEO, which Linux
+ * applies to connect too), in ns; 0 = none or not a socket. */
+static uint64_t send_timeout_ns(int fd)
+{
+	struct timeval tv = {0, 0};
+	socklen_t len = sizeof(tv);
+
+	if (fd < 0 ||
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) != 0 ||
+	    tv.tv_sec < 0 || tv.tv_usec < 0)
+		return 0;
+	return (uint64_t)tv.tv_sec * UINT64_C(1000000000) +
+	       (uint64_t)tv.tv_usec * 1000;
+}
+
+static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
+			const char *where, uint64_t waited_ns)
+{
+	rx__log(RX_LOG_DEBUG,
+		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s "
+		"waited_ms=%llu",
+		key_of(g), rx_reason_name(why->reason),
+		(unsigned long long)why->retry_after_ms, where,
+		(unsigned long long)(waited_ns / RX_NS_PER_MS));
+}
+
+/*
+ * Wait in @g's limiter queue at place @place until the caller's turn (true,
+ * @permit filled, *@now the admission time), a refusal, the queue timeout,
+ * the program's own send timeout on @fd, or a signal that would have
+ * interrupted the real call (false; refusal_errno says how). No lock is
+ * held while sleeping; rx__inside stays set, so a signal handler's I/O on
+ * this thread passes through.
+ */
+static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
+		      struct rx_gate_permit *permit, const char *where, int fd)
+{
+	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true};
+	struct rx_refusal why = {RX_REASON_LIMITER_FULL, 0};
+	struct key_wait *kw = key_wait_of(g);
+	struct rx_lock *l = guard_lock(g);
+	uint64_t start = *now;
+	uint64_t bound_ms = rx__cfg.queue_timeout_ms;
+	uint64_t own_ns = send_timeout_ns(fd);
+	uint64_t deadline;
+	enum rx_decision d;
+
+	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait, and
+	 * so does the program's own (SO_SNDTIMEO, ADR-223). */
+	if (rx__cfg.timeout_ms > 0 && rx__cfg.timeout_ms < bound_ms)
+		bound_ms = rx__cfg.timeout_ms;
+	deadline = start + bound_ms * RX_NS_PER_MS;
+	if (own_ns > 0 && start + own_ns < deadline)
+		deadline = start + own_ns;
+
+	/* Every end of the place below clears this under the guard's lock,
+	 * and rx__jumped only tries that lock: a place ends once. */
+	waiting.place = place;
+	waiting.g = g;
+	for (;;) {
+		uint32_t seq =
+		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
+		struct watch w;
+
+		ctx.now_ns = *now;
+		rx__lock(l);
+		watch_begin(&w, g, *now);
+		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
+		if (d != RX_QUEUE)
+			waiting.g = NULL; /* the place ended */
+		watch_end(&w, g, *now);
+		rx__unlock(l);
+		watch_report(&w, g, *now);
+		if (d == RX_ADMIT) {
+			uint64_t waited_ms = (*now - start) / RX_NS_PER_MS;
+
+			rx__log(RX_LOG_DEBUG,
+				"key=%s event=admitted-after-wait "
+				"waited_ms=%llu at=%s",
+				key_of(g), (unsigned long long)waited_ms,
+				where);
+			return true;
+		}
+		if (d != RX_QUEUE) {
+			/* The slot it was given went back (circuit open):
+			 * someone behind may use it. */
+			wake_waiters(kw);
+			break;
+		}
+		if (*now >= deadline) {
+			rx__lock(l);
+			end_place_locked(g, l, place, true);
+			why.reason = RX_REASON_LIMITER_FULL;
+			why.retry_after_ms = 0;
+			break;
+		}
+		uint64_t left = deadline - *now;
+		if (!wait_for_wake(kw, seq,
+				   left < WAIT_SLICE_MS * RX_NS_PER_MS
+				       ? left
+				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
+		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
+			rx__lock(l);
+			end_place_locked(g, l, place, false);
+			*now = rx__now_ns();
+			/* A send interrupted before any byte went fails with
+			 * EINTR. A connect interrupted so would go on in the
+			 * background (POSIX), and a program then waits for it
+			 * to complete - but this one never started: it is
+			 * refused, at the program's deadline. */
+			refusal_errno = strcmp(where, "connect") == 0
+					    ? ECONNREFUSED
+					    : EINTR;
+			rx__log(
+			    RX_LOG_DEBUG,
+			    "key=%s event=wait-interrupted waited_ms=%llu "
+			    "at=%s",
+			    key_of(g),
+			    (unsigned long long)((*now - start) / RX_NS_PER_MS),
+			    where);
+			return false;
+		}
+		*now = rx__now_ns();
+	}
+	log_refused(g, &why, where, *now - start);
+	return false;
+}
+
+/*
+ * Ask @g whether a call may start at *@now on @fd. @dontwait: the caller
+ * asked not to block (MSG_DONTWAIT). Returns true with @permit filled and
+ * *@now the admission time (later than on entry when the call waited in
+ * the limiter's queue: the wait is not the upstream's latency). Preserves
+ * errno: only the wait makes system calls that may set it, and it puts
+ * errno back itself, so the common path reads errno not at all (ADR-185).
+ */
+bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	       const char *where, int fd, bool dontwait)
+{
+	/* Optimistic: most calls are admitted at once, and whether the
+	 * caller may wait costs a system call, asked only when it matters. */
+	struct rx_admit_ctx ctx = {
+	    .now_ns = *now, .rng = rx__thread_rng(), .can_wait = true};
+	struct rx_refusal why = {RX_REASON_NONE, 0};
+	struct rx_lock *l = guard_lock(g);
+	uint64_t place = 0;
+	enum rx_decision d;
+	struct watch w;
+
+	rx__lock(l);
+	watch_begin(&w, g, *now);
+	d = rx_guard_admit(g, &ctx, permit, &why);
+	watch_end(&w, g, *now);
+	rx__unlock(l);
+	watch_report(&w, g, *now);
+	if (d == RX_ADMIT)
+		return true;
+	if (d == RX_QUEUE) {
+		int saved = errno;
+
+		/* Decide again with the caller's real ability to wait, under
+		 * one lock hold with the enqueue: a non-blocking caller is
+		 * refused where it would queue (and counted as such). */
+		ctx.can_wait =
+		    !dontwait && rx__cfg.queue_timeout_ms > 0 &&
+		    (fd < 0 || rx__fd_blocking(fd)); /* fd < 0: curl.c */
+		rx__lock(l);
+		d = rx_guard_admit(g, &ctx, permit, &why);
+		if (d == RX_QUEUE && rx_guard_enqueue(g, *now, &place) != RX_OK)
+			d = RX_REFUSE;
+		rx__unlock(l);
+		if (d == RX_QUEUE) {
+			bool ok = wait_turn(g, place, now, permit, where, fd);
+
+			errno = saved;
+			return ok;
+		}
+		errno = saved;
+		if (d == RX_ADMIT)
+			return true;
+	}
+	log_refused(g, &why, where, 0);
+	/* A refusal storm changes the refusal counters the most: let it
+	 * drive the metrics file too (no lock held here). */
+	if (rx__metrics_on)
+		rx__metrics_tick(*now, false);
+	return false;
+}
+
+/*
+ * Has @g's limit moved since it was last logged, and may it be logged now
+ * (at most once per LIMIT_LOG_NS per key, ADR-138)? Then fills @ls. A
+ * key starts from its initial limit. Caller holds @g's lock. O(1); a
+ * load and a compare when nothing moved.
+ */
+static bool limit_changed(struct rx_guard *g, uint64_t now,
+			  struct rx_limiter_stats *ls)
+{
+	struct key_wait *kw;
+	uint32_t limit;
+
+	if (!g->limiter_on || !rx__log_enabled(RX_LOG_INFO))
+		return false;
+	kw = key_wait_of(g);
+	limit = (uint32_t)g->limiter.limit;
+	if (kw->logged_limit == 0)
+		kw->logged_limit = g->limiter.cfg.initial_limit;
+	if (limit == kw->logged_limit)
+		return false;
+	if (kw->logged_ns != 0 && now - kw->logged_ns < LIMIT_LOG_NS)
+		return false;
+	rx_limiter_stats(&g->limiter, now, ls);
+	kw->logged_limit = limit;
+	kw->logged_ns = now;
+	return true;
+}
+
+/*
+ * One limit-change line (ADR-138). The latency figures are left out until
+ * the limiter has measured them (a drop can move the limit before its
+ * first window closes) rather than shown as 0 us.
+ */
+static void log_limit_change(struct rx_guard *g,
+			     const struct rx_limiter_stats *ls)
+{
+	char lat[64] = "";
+
+	if (ls->p90_us > 0 || ls->rtt_noload_us > 0)
+		snprintf(lat, sizeof(lat), " p90_us=%llu rtt_noload_us=%llu",
+			 (unsigned long long)ls->p90_us,
+			 (unsigned long long)ls->rtt_noload_us);
+	rx__log(RX_LOG_INFO,
+		"key=%s event=limit-change limit=%u in_flight=%u queued=%u%s",
+		key_of(g), ls->limit, ls->in_flight, ls->queued, lat);
+}
+
+/*
+ * settle with every hook that may be on: breaker transitions and limit
+ * changes (log level info), the debug line, the metrics file.
+ */
+static __attribute__((noinline)) void
+settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
+	      enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+	      uint64_t now, const char *at)
+{
+	uint32_t slot = rx_registry_index(registry, g);
+	struct rx_observation obs;
+	struct rx_lock *l = &guard_locks[slot];
+	struct rx_limiter_stats ls;
+	uint32_t waiters;
+	bool log_limit;
+	struct watch w;
+
+	obs.verdict = v;
+	obs.latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	obs.now_ns = now;
+	rx__state_touched(); /* this process has something to save */
+	rx__lock(l);
+	watch_begin(&w, g, now);
+	rx_guard_settle(g, permit, &obs);
+	if (rx__metrics_on)
+		rx__metrics_observe(slot, g, &obs);
+	watch_end(&w, g, now);
+	waiters = rx_guard_waiters(g);
+	log_limit = limit_changed(g, now, &ls);
+	rx__unlock(l);
+	if (waiters > 0)
+		wake_waiters(&key_waits[slot]);
+	/* Checked here, not only in rx__log: the arguments (a registry
+	 * lookup for the key) cost more than the check (ADR-146). */
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=settle verdict=%s latency_us=%llu "
+			"at=%s",
+			key_of(g), rx_verdict_name(v),
+			(unsigned long long)obs.latency_us, at);
+	watch_log(&w, g);
+	if (log_limit)
+		log_limit_change(g, &ls);
+	if (rx__metrics_on) /* no lock held: it may write the file */
+		rx__metrics_tick(now, w.changed);
+}
+
+/*
+ * Settle @permit on @g: latency end_ns - start_ns, logged with @at. The
+ * common case - log below info, no metrics file - is one guard lock round
+ * trip around rx_guard_settle, after one branch on a word set at start-up
+ * (ADR-185); it does exactly what settle_hooked does with its hooks off.
+ * Preserves errno.
+ */
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now, const char *at)
+{
+	struct rx_observation obs;
+	struct rx_lock *l;
+	uint32_t slot, waiters;
+
+	if (hooks_on) {
+		settle_hooked(g, permit, v, start_ns, end_ns, now, at);
+		return;
+	}
+	slot = rx_registry_index(registry, g);
+	l = &guard_locks[slot];
+	obs.verdict = v;
+	obs.latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	obs.now_ns = now;
+	rx__state_touched(); /* this process has something to save */
+	rx__lock(l);
+	rx_guard_settle(g, permit, &obs);
+	waiters = rx_guard_waiters(g);
+	rx__unlock(l);
+	if (waiters > 0)
+		wake_waiters(&key_waits[slot]);
+}
+
+struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
+{
+	struct rx_guard *g;
+
+	rx__lock(&registry_lock);
+	g = rx_registry_acquire(registry, key, len, now);
+	rx__unlock(&registry_lock);
+	if (!g && !atomic_exchange(&warned_registry_full, true))
+		rx__log(RX_LOG_WARN,
+			"key=%s event=registry-full max_keys=%u "
+			"msg=\"calls to new keys pass through unguarded\"",
+			key, rx__cfg.registry.max_keys);
+	return g;
+}
+
+void rx__key_release(struct rx_guard *g)
+{
+	rx__lock(&registry_lock);
+	rx_registry_release(registry, g);
+	rx__unlock(&registry_lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Keys for the curl layer.
+ * ---------------------------------------------------------------------- */
+
+bool rx__key_admit(struct rx_guard *g, uint64_t now,
+		   struct rx_gate_permit *permit, struct rx_refusal *why,
+		   const char *where)
+{
+	struct rx_breaker_stats st;
+	struct rx_lock *l;
+
+	/* No fd: curl_easy_perform blocks, so it may wait in the limiter's
+	 * queue like a blocking socket (ADR-136, ADR-152). */
+	if (rx__admit(g, &now, permit, where, -1, false))
+		return true;
+	/* Why, for the program's error message: read back from the
+	 * breaker rather than threaded through admit. */
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	if (!rx__cfg.guard.breaker_on)
+		return false;
+	l = guard_lock(g);
+	rx__lock(l);
+	rx_breaker_stats(&g->breaker, now, &st);
+	rx__unlock(l);
+	if (st.state == RX_BREAKER_OPEN) {
+		why->reason = RX_REASON_CIRCUIT_OPEN;
+		why->retry_after_ms = st.open_remaining_ms;
+	} else if (st.state == RX_BREAKER_HALF_OPEN) {
+		why->reason = RX_REASON_HALF_OPEN_BUSY;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Start-up and fork.
+ * ---------------------------------------------------------------------- */
+
+/* An array of one @size-byte element per registry slot, zeroed, never
+ * freed (start-up). NULL when it cannot be mapped. */
+static void *map_per_key(size_t size)
+{
+	void *p =
+	    mmap(NULL, (size_t)rx__cfg.registry.max_keys * size,
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int rx__admit_setup(const char **what)
+{
+	int rc;
+
+	guard_locks = map_per_key(sizeof(struct rx_lock));
+	key_waits = map_per_key(sizeof(struct key_wait));
+	if (!guard_locks || !key_waits) {
+		*what = "cannot map the key locks";
+		return RX_ENOMEM;
+	}
+	rc = rx_registry_create(&registry, &rx__cfg.registry, &rx__cfg.guard);
+	if (rc != RX_OK)
+		*what = "cannot create the key registry";
+	return rc;
+}
+
+void rx__admit_hooks(bool on)
+{
+	hooks_on = on;
+}
+
+struct rx_registry *rx__admit_registry(void)
+{
+	return registry;
+}
+
+struct rx_lock *rx__admit_registry_lock(void)
+{
+	return &registry_lock;
+}
+
+struct rx_lock *rx__admit_guard_locks(void)
+{
+	return guard_locks;
+}
+
+void rx__admit_lock_all(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < rx__cfg.registry.max_keys; i++)
+		rx__lock(&guard_locks[i]);
+	rx__lock(&registry_lock);
+}
+
+void rx__admit_unlock_all(void)
+{
+	uint32_t i;
+
+	rx__unlock(&registry_lock);
+	for (i = 0; i < rx__cfg.registry.max_keys; i++)
+		rx__unlock(&guard_locks[i]);
+}
+
+/* A forked child: drop the limiter places of threads that did not come
+ * along (ADR-136). */
+static void drop_waiters(void *arg, const char *key, struct rx_guard *g)
+{
+	(void)arg;
+	(void)key;
+	rx_guard_drop_waiters(g);
+}
+
+void rx__admit_after_fork_child(void)
+{
+	uint32_t i;
+
+	/* Held or not, every lock is free in the child: a lock held by a
+	 * thread that did not come along would never be released. */
+	rx__lock_reset(&registry_lock);
+	for (i = 0; i < rx__cfg.registry.max_keys; i++)
+		rx__lock_reset(&guard_locks[i]);
+}
+
+void rx__admit_drop_waiters(void)
+{
+	rx_registry_foreach(registry, drop_waiters, NULL);
+}

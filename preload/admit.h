@@ -1,0 +1,145 @@
+/*
+ * preload/admit.h - admission and settlement (admit.c): the key registry,
+ * its locks, the wait for a limiter slot, and the log lines of breaker
+ * transitions and limit changes. The call state machine (call.c) and the
+ * curl layer (curl.c) reach the policy core only through here, so a key
+ * guarded by both layers is one key.
+ *
+ * Callers set rx__inside around these (a signal handler on the thread
+ * must not re-enter a lock they hold) and never hold a lock of their own
+ * across them. Each is thread-safe and O(1) but for the wait; none
+ * allocates.
+ */
+#ifndef RESILIX_PRELOAD_ADMIT_H
+#define RESILIX_PRELOAD_ADMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "resilix.h"
+#include "shim_config.h"
+
+/*
+ * rx__permit_copy - copy a permit's tickets, not its whole array: a permit
+ * has room for RX_GATE_MAX_POLICIES tickets (132 bytes) and a call holds
+ * one per policy that is on, usually two. The core reads no ticket at or
+ * past count (ADR-185). Inline: it runs at every call's start and end.
+ */
+static inline void rx__permit_copy(struct rx_gate_permit *dst,
+				   const struct rx_gate_permit *src)
+{
+	uint32_t n = src->count < RX_GATE_MAX_POLICIES ? src->count
+						       : RX_GATE_MAX_POLICIES;
+	uint32_t i;
+
+	dst->count = n;
+	/* The usual one or two tickets by hand: the compiler would turn
+	 * the loop into a memmove call. */
+	if (n > 0)
+		dst->tickets[0] = src->tickets[0];
+	if (n > 1)
+		dst->tickets[1] = src->tickets[1];
+	if (n > 2)
+		for (i = 2; i < n; i++)
+			dst->tickets[i] = src->tickets[i];
+}
+
+/* ---- keys ------------------------------------------------------------ */
+
+/* Pin the guard of @key (@len bytes; NULL: registry full, pass through,
+ * with one warning per process) / unpin it. */
+struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now_ns);
+void rx__key_release(struct rx_guard *g);
+
+/* rx__key_name - the key of pinned guard @g (NUL-terminated, valid while
+ * pinned). */
+const char *rx__key_name(struct rx_guard *g);
+
+/* ---- admission ------------------------------------------------------- */
+
+/*
+ * rx__admit - may a call on @g start at *@now on @fd (-1: none, a
+ * blocking caller such as libcurl's perform)? @dontwait: the caller asked
+ * not to block (MSG_DONTWAIT). Where the limiter would queue the call, a
+ * blocking caller waits for its turn (ADR-136): at most
+ * RESILIX_QUEUE_TIMEOUT_MS, and RESILIX_TIMEOUT_MS or the program's own
+ * SO_SNDTIMEO when shorter (ADR-223), sleeping on a per-key futex word
+ * with no lock held and rx__inside left set; a non-blocking caller is
+ * refused where it would queue. Returns true with @permit filled and
+ * *@now the admission time (later than on entry when the call waited:
+ * the wait is not the upstream's latency); false when refused (logged at
+ * debug with @where; rx__refusal_errno says which errno). Preserves errno.
+ */
+bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	       const char *where, int fd, bool dontwait);
+
+/*
+ * rx__refusal_errno - the errno for the refusal just returned on this
+ * thread: ECONNREFUSED, or EINTR when a signal ended a send's wait for a
+ * limiter slot and the real send would have failed with EINTR (ADR-223).
+ * Read it once per refusal (it resets). Thread-safe (per thread), O(1).
+ */
+int rx__refusal_errno(void);
+
+/*
+ * rx__key_admit - rx__admit for the curl layer: no fd, so it may wait like
+ * a blocking socket (ADR-136, ADR-152). false: refused; @why says why as
+ * far as the breaker knows (circuit open with the ms until half-open,
+ * half-open busy, or RX_REASON_NONE for a refusal by another policy).
+ */
+bool rx__key_admit(struct rx_guard *g, uint64_t now,
+		   struct rx_gate_permit *permit, struct rx_refusal *why,
+		   const char *where);
+
+/*
+ * rx__jumped - this thread is about to longjmp/siglongjmp (jump.c),
+ * perhaps out of a wrapped call a signal interrupted: clear rx__inside and
+ * give up a limiter place the thread waits in (a try of the guard's lock;
+ * the place stays taken when the lock is held) - unless the thread holds
+ * or is taking a shim lock, which the jump orphans: then it keeps passing
+ * every call through. Async-signal-safe: no allocation, no blocking lock,
+ * one futex wake (ADR-226).
+ */
+void rx__jumped(void);
+
+/* ---- settlement ------------------------------------------------------ */
+
+/*
+ * rx__key_settle - settle @permit on @g with @v: latency end_ns - start_ns,
+ * at @now_ns, logged with @at. Wakes the key's waiters. The common case -
+ * log below info, no metrics file - is one guard lock round trip around
+ * rx_guard_settle (ADR-185); with hooks on it also logs transitions and
+ * limit changes and drives the metrics file. Preserves errno.
+ */
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now_ns, const char *at);
+
+/* ---- start-up and fork (init.c) --------------------------------------- */
+
+/* rx__admit_setup - create the registry and its per-key locks and wait
+ * words from the configuration in force. RX_OK, or the error (with
+ * *@what naming what failed). Start-up only. */
+int rx__admit_setup(const char **what);
+
+/* rx__admit_hooks - settlements log at info/debug or feed the metrics
+ * file: take the hooked path (start-up, once the log and metrics are). */
+void rx__admit_hooks(bool on);
+
+/* The registry and its locks, for the metrics writer and the state file,
+ * which take them one at a time (start-up). */
+struct rx_registry *rx__admit_registry(void);
+struct rx_lock *rx__admit_registry_lock(void);
+struct rx_lock *rx__admit_guard_locks(void);
+
+/* Fork: take every lock (prepare), drop them (parent), or free them
+ * whoever held them and drop the limiter places of threads that did not
+ * come along (child, ADR-136). */
+void rx__admit_lock_all(void);
+void rx__admit_unlock_all(void);
+void rx__admit_after_fork_child(void);
+void rx__admit_drop_waiters(void);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * preload/call.h - the call state machine (call.c) as the wrappers see it:
+ * each operation on a socket is a begin step, the real function, and an
+ * end step. socket.c and io.c call these; the fd record's own entries
+ * (close, shutdown, dup) are fdtable.h's.
+ */
+#ifndef RESILIX_PRELOAD_CALL_H
+#define RESILIX_PRELOAD_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "fdtable.h"
+#include "runtime.h"
+
+/*
+ * rx__call_end_record - end record @e (caller has rx__inside set; @fd is a
+ * number of its socket): settle an outstanding call as abandoned, release
+ * the key, untrack. The fd table's end hook (fdtable.h, rx_fd_end_fn).
+ */
+void rx__call_end_record(int fd, struct rx_fd *e);
+
+/* What the begin step of an operation decided. */
+enum rx_op_decision {
+	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */
+	RX_OP_TRACK,	/* tracked: call the real function, then the end
+			   step, immediately (it reads errno first) */
+	RX_OP_REFUSE	/* refused: return -1 with rx__refusal_errno() */
+};
+
+/* One in-progress operation on a tracked fd, on the caller's stack. */
+struct rx_op {
+	int fd;
+	struct rx_fd *e;
+	size_t len;	/* bytes asked for: 0 makes a 0 result no EOF */
+	uint32_t epoch; /* entry epoch at begin */
+	uint8_t phase;	/* entry phase at begin (after any admission) */
+	bool again;	/* connect on a socket whose connect is pending */
+	bool peek;	/* MSG_PEEK: bytes will be read again */
+	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
+};
+
+/*
+ * rx__connect_begin - admission at connect. Tracks AF_INET/AF_INET6
+ * stream sockets only; anything else (and a shim that is not ready - the
+ * wrapper runs rx__init_if_needed first, init.h -, a
+ * re-entered call, a forked child without atfork) passes through with
+ * stale fd state dropped. On RX_OP_TRACK the caller runs the real connect
+ * and then rx__connect_end. Thread-safe; takes and drops locks, never
+ * across the real connect.
+ */
+enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
+				      const struct sockaddr *sa, socklen_t len);
+void rx__connect_end(struct rx_op *op, int rc);
+
+/*
+ * rx__getsockopt_so_error - after a real getsockopt(SO_ERROR) that returned
+ * @rc, with @value the error it read: settles a non-blocking connect that
+ * failed. Cheap no-op for untracked fds. Preserves errno.
+ */
+void rx__getsockopt_so_error(int fd, int rc, int value);
+
+/*
+ * rx__read_begin/rx__read_end - any call that receives bytes (read, recv,
+ * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read).
+ * begin is inline: it only copies what end needs into @op (ADR-185).
+ * end gets the real result and the buffers the bytes landed in; it sniffs
+ * them and settles the call at its first response byte, EOF or error.
+ */
+static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
+						 int flags, size_t len)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+	enum rx_fd_phase ph;
+
+	if (!e)
+		return RX_OP_PASS;
+	ph = rx__fd_phase(e);
+	/* Only a call waiting for its first byte cares about a read: body
+	 * bytes of an answered call pass untouched. */
+	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
+		return RX_OP_PASS;
+	rx__inside = 1;
+	/* The program waits for the answer (ADR-193). */
+	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
+	op->fd = fd;
+	op->e = e;
+	op->len = len;
+	op->phase = (uint8_t)ph;
+	op->again = false;
+	op->peek = (flags & MSG_PEEK) != 0;
+	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	return RX_OP_TRACK;
+}
+void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
+		  int iovcnt);
+
+/*
+ * rx__write_begin/rx__write_end - any call that sends bytes. begin
+ * admits a new call when the previous response has started (kept-alive
+ * connection) and the bytes @iov (@iovcnt entries, NULL when unknown)
+ * begin a new request (ADR-191), and may refuse it; any other write
+ * continues the current exchange and is never refused. @iov is read only
+ * then, on a tracked fd. end settles the call on an I/O error.
+ */
+enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
+				    size_t len, const struct iovec *iov,
+				    int iovcnt);
+void rx__write_end(struct rx_op *op, ssize_t n);
+
+#endif

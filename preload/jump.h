@@ -1,0 +1,12 @@
+/*
+ * preload/jump.h - the jump and _exit wrappers (jump.c, ADR-222, ADR-226).
+ */
+#ifndef RESILIX_PRELOAD_JUMP_H
+#define RESILIX_PRELOAD_JUMP_H
+
+/* rx__jump_bind - resolve the real jump and exit functions now (start-up:
+ * dlsym is not async-signal-safe, and a jump is usually made from a
+ * signal handler). */
+void rx__jump_bind(void);
+
+#endif

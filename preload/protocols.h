@@ -1,0 +1,147 @@
+/*
+ * preload/protocols.h - the protocol modules the shim knows, behind the
+ * interface of proto.h: the one file that names them. The call state
+ * machine (call.c) asks these functions and never a module directly; a
+ * new module adds its case to each (ADR-310).
+ *
+ * Dispatch is a switch on the record's module id, inline, rather than a
+ * table of function pointers: the modules are compiled in, and the
+ * common case of the data path - a whole HTTP status line, a request
+ * line - stays a few compares without an indirect call (ADR-187). Pure
+ * like the modules: no clock, no I/O, no lock; the caller holds the
+ * record's stripe lock wherever the state is written.
+ */
+#ifndef RESILIX_PRELOAD_PROTOCOLS_H
+#define RESILIX_PRELOAD_PROTOCOLS_H
+
+#include <string.h>
+
+#include "proto.h"
+#include "proto_http.h"
+
+static inline struct rx_sniff_http *rx__proto_http(struct rx_proto_state *st)
+{
+	return (struct rx_sniff_http *)(void *)st->u.bytes;
+}
+
+/* The module id, read without the stripe lock (relaxed): it changes only
+ * under the lock, at a connection's start and at its claim. */
+static inline enum rx_proto_id rx__proto_id(const struct rx_proto_state *st)
+{
+	return (enum rx_proto_id)__atomic_load_n(&st->id, __ATOMIC_RELAXED);
+}
+
+/* rx__proto_open - a new connection: nobody's yet (stripe lock held; the
+ * id and flags are stored atomically, as they are read without it). */
+static inline void rx__proto_open(struct rx_proto_state *st)
+{
+	__atomic_store_n(&st->id, (uint8_t)RX_PROTO_UNKNOWN, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->flags, (uint8_t)0, __ATOMIC_RELAXED);
+	st->layer = RX_PROTO_LAYER_SOCKET;
+	st->spare = 0;
+	memset(st->u.bytes, 0, sizeof(st->u.bytes));
+}
+
+/* rx__proto_next - a new call on the connection: its module forgets the
+ * last reply. O(1). */
+static inline void rx__proto_next(struct rx_proto_state *st)
+{
+	switch (rx__proto_id(st)) {
+	case RX_PROTO_HTTP:
+		rx__http_next(rx__proto_http(st));
+		break;
+	case RX_PROTO_UNKNOWN:
+	default:
+		memset(st->u.bytes, 0, sizeof(st->u.bytes));
+		break;
+	}
+}
+
+/* rx__proto_asked - was recognition asked on this connection already?
+ * (Read without the lock; rx__proto_claim sets it under the lock.) */
+static inline bool rx__proto_asked(const struct rx_proto_state *st)
+{
+	return __atomic_load_n(&st->flags, __ATOMIC_RELAXED) & RX_PROTO_ASKED;
+}
+
+/* rx__proto_recognise - whose are a connection's first request bytes?
+ * RX_PROTO_UNKNOWN when no module's. Pure. */
+static inline enum rx_proto_id rx__proto_recognise(const struct iovec *iov,
+						   int iovcnt)
+{
+	if (rx__http_recognise(iov, iovcnt))
+		return RX_PROTO_HTTP;
+	return RX_PROTO_UNKNOWN;
+}
+
+/* rx__proto_claim - record what rx__proto_recognise said, once per
+ * connection (stripe lock held). */
+static inline void rx__proto_claim(struct rx_proto_state *st,
+				   enum rx_proto_id id)
+{
+	if (rx__proto_asked(st))
+		return;
+	__atomic_store_n(&st->flags, (uint8_t)(st->flags | RX_PROTO_ASKED),
+			 __ATOMIC_RELAXED);
+	if (id != RX_PROTO_UNKNOWN && rx__proto_id(st) == RX_PROTO_UNKNOWN)
+		__atomic_store_n(&st->id, (uint8_t)id, __ATOMIC_RELAXED);
+}
+
+/* rx__proto_starts - on an answered connection, does a new request begin
+ * in these bytes? Only a module that frames the connection can say; a
+ * connection without one has no answered state to be in. Pure. */
+static inline bool rx__proto_starts(const struct rx_proto_state *st,
+				    const struct iovec *iov, int iovcnt)
+{
+	switch (rx__proto_id(st)) {
+	case RX_PROTO_HTTP:
+		return rx__http_starts(
+		    (const struct rx_sniff_http *)(const void *)st->u.bytes,
+		    iov, iovcnt);
+	case RX_PROTO_UNKNOWN:
+	default:
+		return false;
+	}
+}
+
+/*
+ * The default rule (docs/design.md section 3): response bytes no module
+ * claims are a success at their first byte, and with no framing to find
+ * calls in, the connection stops being tracked, as after an upgrade
+ * (ADR-147). So are bytes the shim could not see (spliced to a pipe).
+ */
+static inline void rx__proto_unframed(struct rx_proto_reply *out)
+{
+	out->kind = RX_PROTO_LAST;
+	out->verdict = RX_SUCCESS;
+}
+
+/*
+ * rx__proto_reply - the next @len response bytes of the current call
+ * (stripe lock held). A connection nobody recognised is offered to the
+ * modules that can tell their replies by their first bytes - HTTP's
+ * status line - and claimed by the first that does not say "not mine".
+ * Sets out->kind (never RX_PROTO_NOT_MINE: the default rule answers for
+ * it), out->verdict, out->began.
+ */
+static inline void rx__proto_reply(struct rx_proto_state *st, const void *buf,
+				   size_t len, struct rx_proto_reply *out)
+{
+	out->began = false;
+	switch (rx__proto_id(st)) {
+	case RX_PROTO_UNKNOWN:
+		__atomic_store_n(&st->id, (uint8_t)RX_PROTO_HTTP,
+				 __ATOMIC_RELAXED);
+		/* fall through */
+	case RX_PROTO_HTTP:
+		rx__http_reply(rx__proto_http(st), buf, len, out);
+		break;
+	default:
+		out->kind = RX_PROTO_NOT_MINE;
+		break;
+	}
+	if (out->kind == RX_PROTO_NOT_MINE)
+		rx__proto_unframed(out);
+}
+
+#endif

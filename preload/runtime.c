@@ -1,0 +1,64 @@
+/*
+ * preload/runtime.c - the bottom of the shim: the per-thread flags, the
+ * owner process, the generators' seed and the configuration in force
+ * (runtime.h says what each is for). Nothing here calls another file of
+ * the shim. Decisions: ADR-146 (the fork word), ADR-173 (the clock's
+ * offset), ADR-226 (held locks count as being inside).
+ */
+#include "config.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+RX_TLS int rx__inside;
+RX_TLS int rx__locks_held;
+RX_TLS int rx__curl_active;
+
+atomic_int rx__init_state = RX_INIT_NONE;
+struct rx_config rx__cfg;
+
+pid_t rx__owner_pid;
+_Atomic uint32_t *rx__fork_word;
+
+uint64_t rx__rng_seed;
+atomic_uint rx__rng_epoch;
+RX_TLS struct rx_rng rx__tls_rng;
+RX_TLS unsigned rx__tls_rng_epoch;
+
+/* Map and arm the fork word (start-up). Leaves it NULL on failure. */
+static void arm_fork_word(void)
+{
+	void *p =
+	    mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) != 0) {
+		munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+		return;
+	}
+	atomic_store((_Atomic uint32_t *)p, 1);
+	atomic_store(&rx__fork_word, (_Atomic uint32_t *)p);
+}
+
+void rx__runtime_setup(void)
+{
+	rx__owner_pid = getpid();
+	arm_fork_word();
+	rx__rng_seed = ((uint64_t)rx__owner_pid << 32) ^ rx__now_ns() ^
+		       (uint64_t)time(NULL);
+	atomic_store(&rx__rng_epoch, 1);
+}
+
+void rx__runtime_after_fork_child(void)
+{
+	rx__owner_pid = getpid();
+	if (rx__fork_word) /* wiped by the fork; atfork ran: ours again */
+		atomic_store(rx__fork_word, 1);
+	rx__rng_seed ^= (uint64_t)rx__owner_pid << 32;
+	atomic_fetch_add(&rx__rng_epoch, 1);
+	rx__inside = 0;
+}
