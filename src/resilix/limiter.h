@@ -94,25 +94,16 @@
  * result keeps the old limit. The limit is always finite, >= min_limit >= 1
  * and <= max_limit, whatever the samples.
  *
- * Do no harm (ADR-380; with cfg.learn_first, the default). Until there is
- * evidence that the upstream queues, the limiter is learning: admit
- * admits every call (only max_limit binds), the control loop runs as
- * usual, and after every window the limit is raised to at least the
- * window's peak in flight, so it never falls below the concurrency the
- * program runs. Evidence is a drop (RX_OVERLOAD, RX_TIMEOUT), or two
- * windows in a row whose quantile lies above the baseline by more than
- * max(queue_floor_ms, (rtt_tolerance - 1) x baseline): a queue both long
- * in absolute time and large against the no-load latency. Latency that
- * grows because this host is busy (its CPUs, an interpreter lock) is
- * milliseconds on a fast upstream; an upstream's own queue of a few
- * services is tens. With evidence the limit binds as described above. A
- * window in which no call had to wait or was refused, with no drop and no
- * evidence, returns the limiter to learning: the limit no longer binds,
- * and nothing says the upstream still queues. So does a stale limit
- * (below). A probe
- * while learning holds callers that can wait to L / 2, as when bound;
- * a caller that cannot wait is admitted, and not measured (a probe
- * measures only calls admitted at most L / 2 deep).
+ * Do no harm (ADR-380; cfg.learn_first, the default): until there is
+ * evidence that the upstream queues the limiter is learning: only
+ * max_limit binds, the control loop runs, and each window raises the
+ * limit to at least its peak in flight (the concurrency the program runs).
+ * Evidence: a drop, or two windows in a row whose quantile exceeds the
+ * baseline by more than max(queue_floor_ms, (rtt_tolerance - 1) x
+ * baseline). A window in which nobody waited or was refused, with no drop
+ * and no evidence, or a stale limit, returns it to learning. A probe while
+ * learning holds only callers that can wait, at half the peak; others are
+ * admitted and not measured.
  *
  * Staleness: when no evidence (sample or drop) has been settled for
  * stale_ms, a limit below initial_limit counts as initial_limit from that
@@ -180,9 +171,8 @@ int rx_limiter_algorithm_parse(const char *name,
  *   (ours: FGO's longest window); growth_tether 2 (ours, from the NCL
  *   app-limited rules, inflight x 2 < L; FGO's factor is 5);
  *   drop_backoff 0.9 (NCL AIMD); rtt_tolerance 1.5 (NCL gradient2);
- *   queue_floor_ms 20 (ours, ADR-380: above the several ms that a
- *   saturated 2-CPU client adds on loopback, below a queue of a few
- *   services of a typical HTTP upstream);
+ *   queue_floor_ms 20 (ours, ADR-380: above what a saturated client host
+ *   adds on loopback, measured 6-14 ms);
  *   probe_multiplier 30 (NCL Vegas); gradient2_long_window 600,
  *   gradient2_smoothing 0.2, gradient2_queue_size 4 (NCL).
  */
@@ -203,12 +193,9 @@ struct rx_limiter_config {
 	uint32_t gradient2_long_window; /* 1..1000000 windows */
 	double gradient2_smoothing;	/* (0, 1] */
 	uint32_t gradient2_queue_size;	/* 0..1000 */
-	bool learn_first; /* admit every call until there is evidence that
-			     the upstream queues, never letting the limit
-			     fall below the peak in flight seen (ADR-210,
-			     ADR-380); default true */
-	uint32_t queue_floor_ms; /* 0..3600000: queueing delay below this is
-				    no evidence while learning (ADR-380) */
+	bool learn_first; /* admit all until the upstream is seen to queue
+			     (ADR-210, ADR-380); default true */
+	uint32_t queue_floor_ms; /* 0..3600000, evidence threshold (ADR-380) */
 };
 
 /* rx_limiter_config_default - fill @cfg with the defaults above. Writes
@@ -255,8 +242,7 @@ struct rx_limiter_stats {
 	uint64_t baseline_resets;  /* baselines re-measured */
 	uint64_t relaxations;	   /* stale limits raised to initial */
 	uint64_t engagements;	   /* learning ended on evidence */
-	bool learning;		   /* no evidence the upstream queues: admitting
-				      all (ADR-380) */
+	bool learning;		   /* no evidence of a queue: admitting all */
 };
 
 /*
