@@ -67,7 +67,7 @@ void rx_breaker_config_default(struct rx_breaker_config *cfg)
 	cfg->window_max_age_ms = 60000; /* ours: one minute of evidence */
 	cfg->open_ms = 5000;		/* Polly BreakDuration */
 	cfg->half_open_probes = 1;	/* Polly: a single probe */
-	cfg->call_timeout_ms = 0;	/* no deadline (RESILIX_TIMEOUT_MS unset) */
+	cfg->call_timeout_ms = 0;	/* none: RESILIX_TIMEOUT_MS unset */
 }
 
 static bool rate_ok(double r)

@@ -473,7 +473,12 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
 	double base = l->baseline_us;
 	double margin = (l->cfg.rtt_tolerance - 1.0) * base;
 
-	if (!(base > 0.0))
+	/* A queue that our calls build grows with their number: latency
+	 * that rose while the program ran no more calls than when the
+	 * baseline was measured came from elsewhere - this host, most
+	 * often, when an event loop runs a fixed number of connections. */
+	if (!(base > 0.0) ||
+	    (uint64_t)l->window_peak * 4 <= (uint64_t)l->baseline_peak * 5)
 		return false;
 	if (margin < l->queue_floor_us)
 		margin = l->queue_floor_us;
@@ -520,8 +525,21 @@ static double learn(struct rx_limiter *l, double rtt, double next)
 	return next;
 }
 
+static void close_window_update(struct rx_limiter *l, uint64_t now);
+
 /* Run the control loop on the window that just closed. */
 static void close_window(struct rx_limiter *l, uint64_t now)
+{
+	double base_before = l->baseline_us;
+	uint32_t peak = l->window_peak;
+
+	/* The concurrency a baseline was measured at (ADR-380). */
+	close_window_update(l, now);
+	if (l->baseline_us != base_before)
+		l->baseline_peak = peak;
+}
+
+static void close_window_update(struct rx_limiter *l, uint64_t now)
 {
 	double rtt = rx_p2_value(&l->window);
 	double old = l->limit;

@@ -98,12 +98,12 @@
  * evidence that the upstream queues the limiter is learning: only
  * max_limit binds, the control loop runs, and each window raises the
  * limit to at least its peak in flight (the concurrency the program runs).
- * Evidence: a drop, or two windows in a row whose quantile exceeds the
- * baseline by more than max(queue_floor_ms, (rtt_tolerance - 1) x
- * baseline). A window in which nobody waited or was refused, with no drop
- * and no evidence, or a stale limit, returns it to learning. A probe while
- * learning holds only callers that can wait, at half the peak; others are
- * admitted and not measured.
+ * Evidence: a drop, or two windows in a row that ran a quarter more calls
+ * at once than the baseline was measured at, with a quantile above the
+ * baseline by more than max(queue_floor_ms, (rtt_tolerance - 1) x it).
+ * A window in which nobody waited or was refused, with no drop and no
+ * evidence, or a stale limit, returns it to learning. A probe while learning
+ * holds only callers that can wait, at half the peak (others: admitted).
  *
  * Staleness: when no evidence (sample or drop) has been settled for
  * stale_ms, a limit below initial_limit counts as initial_limit from that
@@ -240,8 +240,8 @@ struct rx_limiter_stats {
 	uint64_t wait_cancelled;   /* places given up by cancel_wait */
 	uint64_t probes;	   /* probe windows completed */
 	uint64_t baseline_resets;  /* baselines re-measured */
-	uint64_t relaxations;	   /* stale limits raised to initial */
-	uint64_t engagements;	   /* learning ended on evidence */
+	uint64_t relaxations, engagements; /* stale limits raised to initial;
+					      learning ended on evidence */
 	bool learning;		   /* no evidence of a queue: admitting all */
 };
 
@@ -278,16 +278,16 @@ struct rx_limiter {
 	bool probing;		   /* a probe window is running */
 	bool probed;		   /* a probe has completed since init */
 	bool learning;		   /* cfg.learn_first, until evidence */
-	bool window_bound;	   /* a call waited or was refused, this window */
-	uint32_t evidence_windows; /* windows in a row with queueing evidence */
+	bool window_bound;	   /* a call waited or was refused (window) */
+	uint32_t evidence_windows, baseline_peak; /* ADR-380 */
 	uint64_t probe_start_ns;   /* when the probe started */
 	double probe_ref_us;	   /* quantile of the window before it */
 	uint32_t probe_ref_peak;   /* and its peak in flight */
 	/* Counters. */
 	uint64_t updates, drops, drop_decreases;
 	uint64_t shed_nonblocking, shed_band, shed_full;
-	uint64_t wait_cancelled, probes, baseline_resets, relaxations;
-	uint64_t engagements;
+	uint64_t wait_cancelled, probes, baseline_resets, relaxations,
+	    engagements;
 	/* The configuration's durations in ns, converted once at init. */
 	uint64_t stale_ns, window_min_ns, window_max_ns;
 	double queue_floor_us;

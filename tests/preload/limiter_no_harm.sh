@@ -35,8 +35,8 @@ SECS=2
 chmod 0755 "$RX_TMP" # nginx workers may run as another user
 
 # nginx NAME PORT BODY [VAR=value...]: an nginx in $RX_TMP/NAME on PORT,
-# BODY in its server block; the variables go to its environment (the
-# shim, for the proxy).
+# BODY in its server block, $http_extra in its http block; the variables
+# go to its environment (the shim, for the proxy).
 nginx_start() {
 	local name=$1 port=$2 body=$3 pre=$RX_TMP/$1
 	shift 3
@@ -56,6 +56,7 @@ http {
 	uwsgi_temp_path $pre/tmp/uwsgi;
 	scgi_temp_path $pre/tmp/scgi;
 	keepalive_requests 1000000;
+	${http_extra:-}
 	server {
 		listen 127.0.0.1:$port backlog=2048;
 		$body
@@ -155,10 +156,15 @@ done
 
 # --- nginx as a proxy under the shim ---------------------------------------
 # Its worker writes its own metrics file (%p) into a directory it can
-# write to; read while it runs (a worker removes its file at exit).
+# write to; read while it runs (a worker removes its file at exit). Its
+# upstream connections are kept alive (non-blocking connects, then
+# requests on them): a connection per request would leave tens of
+# thousands of ports in TIME_WAIT on this side, and a suite that runs
+# such tests back to back then fails its connects (EADDRNOTAVAIL).
 px=$(rx_free_port)
 pm=$RX_TMP/proxy/tmp
-nginx_start proxy "$px" "location / { proxy_pass http://127.0.0.1:$up;
+http_extra="upstream up { server 127.0.0.1:$up; keepalive 128; }"
+nginx_start proxy "$px" "location / { proxy_pass http://up;
 		proxy_http_version 1.1; proxy_set_header Connection \"\"; }" \
 	LD_PRELOAD="$RESILIX_SO" RESILIX_METRICS_FILE="$pm/m-%p.prom" \
 	RESILIX_METRICS_INTERVAL_MS=100
