@@ -435,6 +435,8 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 		break;
 	case F_TIMEOUT_MS:
 		cfg->timeout_ms = v;
+		/* A probe keeps its slot until its deadline (ADR-381). */
+		cfg->guard.breaker.call_timeout_ms = v;
 		break;
 	default:
 		break;
