@@ -832,9 +832,11 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto idle;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	keep_iov(op, iov, iovcnt);
 	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
+	op->iovcnt = -1; /* the bytes are not kept */
+	if (rx__proto_frames_writes(&e->proto))
+		keep_iov(op, iov, iovcnt);
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
 		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
@@ -892,7 +894,7 @@ static void wrote(struct rx_op *op, size_t n)
 	enum rx_fd_phase ph;
 	struct rx_lock *l;
 
-	if (!rx__owner_fast())
+	if (!rx__owner_fast() || op->iovcnt < 0)
 		return;
 	l = rx__fd_lock(e);
 	rx__lock(l);
