@@ -302,6 +302,14 @@ void rx__log_fd_lost(int fd)
 {
 	int expected = fd;
 
+	if (fd != 2 && fd != atomic_load_explicit(&log_fd, memory_order_relaxed))
+		return;
+	/* A vfork child (posix_spawn, python's subprocess) shares this
+	 * memory and closes or dup2s fds before it execs: its closes are not
+	 * the owner's, and must not move the owner's log (ADR-363). Before
+	 * start-up recorded the owner, the process is its own. */
+	if (rx__owner_pid != 0 && !rx__owner())
+		return;
 	/* Our own file: back to stderr. Stderr itself closed or replaced
 	 * by the program: its next file is the program's (ADR-202). */
 	if (fd != 2)
