@@ -669,6 +669,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	}
 	/* Any later call on this connection reuses it (ADR-149). */
 	e->reused = 1;
+	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	/* The last reply ends the framing: an upgrade, or a protocol no
 	 * module reads (ADR-147). Otherwise the next request starts a call. */
 	end_call_locked(e, r.kind == RX_PROTO_LAST ? RX_FD_DONE : RX_FD_IDLE,
