@@ -576,6 +576,12 @@ void rx__connect_end(struct rx_op *op, int rc)
 
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected(op);
+	else if (err == EINPROGRESS && !op->again && rx__fd_blocking(op->fd))
+		/* A blocking connect returns EINPROGRESS only when its
+		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
+		 * abandonment at close (ADR-365). */
+		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
+			  "connect-timeout");
 	else if (!rx__pending_errno(err) && err != EALREADY)
 		/* A synchronous failure (ECONNREFUSED on a blocking socket,
 		 * ENETUNREACH...) settles at once. */
