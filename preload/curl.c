@@ -17,7 +17,10 @@
  * destination RESILIX_INCLUDE/RESILIX_EXCLUDE let through: exactly for an
  * address literal, by the port-only patterns for a host name, and when an
  * address pattern could decide, not at all here - the socket layer, which
- * sees the address, decides at the connect (ADR-240). Every other
+ * sees the address, decides at the connect (ADR-240), and that are not
+ * CURLOPT_CONNECT_ONLY: such a perform only connects, and the program's
+ * curl_easy_send/curl_easy_recv exchange afterwards is the socket
+ * layer's, which sees its connect too (ADR-366). Every other
  * transfer runs without the curl layer and without rx__curl_active, so
  * the socket layer guards its connects as any program's (and leaves
  * AF_UNIX ones alone).
@@ -213,6 +216,7 @@ struct handle_state {
 	bool unix_socket;	 /* CURLOPT_(ABSTRACT_)UNIX_SOCKET(_PATH) */
 	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
 	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
+	bool connect_only;	 /* CURLOPT_CONNECT_ONLY (ADR-366) */
 	uint8_t httpreq;	 /* enum httpreq */
 	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
 	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
@@ -403,6 +407,7 @@ static void state_clear(struct handle_state *st)
 	st->upload = false;
 	st->no_body = false;
 	st->follow = false;
+	st->connect_only = false;
 	st->httpreq = REQ_GET;
 	st->port = 0;
 	st->errbuf = NULL;
@@ -482,6 +487,7 @@ static bool interesting(int option)
 	case RX_CURLOPT_CURLU:
 	case RX_CURLOPT_UNIX_SOCKET_PATH:
 	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
+	case RX_CURLOPT_CONNECT_ONLY:
 		return true;
 	default:
 		return false;
@@ -517,6 +523,9 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 		break;
 	case RX_CURLOPT_ERRORBUFFER:
 		st->errbuf = p;
+		break;
+	case RX_CURLOPT_CONNECT_ONLY:
+		st->connect_only = l != 0; /* 1, or 2 for WebSocket */
 		break;
 	case RX_CURLOPT_PORT:
 		st->port = l > 0 && l <= 65535 ? (uint16_t)l : 0;
@@ -733,45 +742,6 @@ static bool filters_let_guard(const struct handle_state *st)
 	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
 }
 
-/* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
- * (ADR-155); at most RX_CURL_ERROR_SIZE bytes, NUL included. */
-static void refusal_message(char *buf, const char *key,
-			    const struct rx_refusal *why)
-{
-	unsigned long long ms = (unsigned long long)why->retry_after_ms;
-
-	switch (why->reason) {
-	case RX_REASON_CIRCUIT_OPEN:
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: circuit open for %.180s, retry in %llu ms",
-			 key, ms);
-		break;
-	case RX_REASON_HALF_OPEN_BUSY:
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: circuit half-open for %.180s, a probe is in "
-			 "flight",
-			 key);
-		break;
-	case RX_REASON_NONE:
-		/* Another policy than the breaker (the limiter, today). */
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: call to %.180s refused", key);
-		break;
-	default:
-		if (ms > 0)
-			snprintf(
-			    buf, RX_CURL_ERROR_SIZE,
-			    "resilix: call to %.180s refused (%s), retry in "
-			    "%llu ms",
-			    key, rx_reason_name(why->reason), ms);
-		else
-			snprintf(buf, RX_CURL_ERROR_SIZE,
-				 "resilix: call to %.180s refused (%s)", key,
-				 rx_reason_name(why->reason));
-		break;
-	}
-}
-
 /* ------------------------------------------------------------------------
  * The wrappers.
  * ---------------------------------------------------------------------- */
@@ -923,9 +893,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h);
 	st = find(h);
 	/* Over a Unix socket, nothing crosses the network: untracked, as
-	 * the socket layer leaves AF_UNIX (ADR-242). */
+	 * the socket layer leaves AF_UNIX (ADR-242). A CONNECT_ONLY
+	 * perform only connects: the exchange comes later, through
+	 * curl_easy_send/recv, where the socket layer sees it (ADR-366). */
 	if (!st || !st->url_ok || st->curlu || st->unix_socket ||
-	    !filters_let_guard(st))
+	    st->connect_only || !filters_let_guard(st))
 		return real.perform(h); /* the socket layer attributes it */
 
 	err = errno;
@@ -941,7 +913,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	if (!rx__key_admit(g, start, &permit, &why, "curl")) {
 		rx__key_release(g);
 		if (st->errbuf)
-			refusal_message(st->errbuf, key, &why);
+			rx__curl_refusal_message(st->errbuf, key, &why);
 		rx__inside = 0;
 		errno = err;
 		return RX_CURLE_COULDNT_CONNECT;

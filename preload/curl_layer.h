@@ -80,4 +80,14 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
  */
 bool rx__curl_default_port(const char *scheme, uint16_t *port);
 
+/*
+ * rx__curl_refusal_message - the one line a refused transfer leaves in
+ * the program's CURLOPT_ERRORBUFFER @buf (ADR-155): at most
+ * RX_CURL_ERROR_SIZE bytes, NUL included, naming @key and @why.
+ * Thread-safe, no allocation (curl_refusal.c).
+ */
+struct rx_refusal;
+void rx__curl_refusal_message(char *buf, const char *key,
+			      const struct rx_refusal *why);
+
 #endif
