@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -176,9 +177,12 @@ static size_t iov_total(const struct iovec *iov, long cnt)
  * never read. The head of the bytes about to be discarded is peeked
  * first, into the shim's own buffer, and they are judged by it. The peek
  * waits as the receive would - the program's flags and the socket's
- * mode and SO_RCVTIMEO - unless the receive has MSG_WAITALL, which waits
- * for more than a peek does: then the peek does not wait, and bytes it
- * did not see are judged as a blocking splice's (ADR-224). A peek that
+ * mode and SO_RCVTIMEO - unless the receive has MSG_WAITALL on a socket
+ * with an SO_RCVTIMEO: that timeout bounds the receive's whole wait,
+ * which a waiting peek would lengthen, so the peek does not wait, and
+ * bytes it did not see are judged as a blocking splice's (ADR-224).
+ * Without a timeout, waiting for the first byte is waiting the receive
+ * does anyway (one getsockopt tells, on this rare path only). A peek that
  * fails is the receive's own result (a socket error is read once): it is
  * returned as such and the real receive is not made.
  */
@@ -197,6 +201,20 @@ static inline bool discards(int flags, size_t len)
 	return (flags & (MSG_TRUNC | MSG_PEEK)) == MSG_TRUNC && len > 0;
 }
 
+/* Has @fd an SO_RCVTIMEO (or can it not tell)? Preserves errno. */
+static bool rcv_timeout(int fd)
+{
+	struct timeval tv = {0, 0};
+	socklen_t len = sizeof(tv);
+	int saved = errno;
+	bool set = rx__real_getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				       &len) != 0 ||
+		   tv.tv_sec != 0 || tv.tv_usec != 0;
+
+	errno = saved;
+	return set;
+}
+
 /* The peek before a MSG_TRUNC receive (see above). true: the receive is
  * over, return *@ret (errno set); false: make the real receive. */
 static bool head_peek(struct rx_op *op, int fd, int flags, struct head *h,
@@ -206,13 +224,14 @@ static bool head_peek(struct rx_op *op, int fd, int flags, struct head *h,
 	int saved = errno;
 
 	h->on = true;
-	if (flags & MSG_WAITALL)
+	if ((flags & MSG_WAITALL) && rcv_timeout(fd))
 		pf |= MSG_DONTWAIT;
 	h->seen = rx__real_recvfrom(fd, h->buf, sizeof(h->buf), pf, NULL, NULL);
 	if (h->seen > 0)
 		rx__read_peeked(op);
 	/* Bytes, EOF (the receive sees it again), or nothing there yet for
-	 * a MSG_WAITALL receive, which then waits (or fails) itself. */
+	 * a MSG_WAITALL receive with a timeout, which then waits (or fails)
+	 * itself. */
 	if (h->seen >= 0 || ((flags & MSG_WAITALL) &&
 			     (errno == EAGAIN || errno == EWOULDBLOCK))) {
 		errno = saved;
