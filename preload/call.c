@@ -580,7 +580,8 @@ void rx__connect_end(struct rx_op *op, int rc)
 		/* A blocking connect returns EINPROGRESS only when its
 		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
 		 * abandonment at close (ADR-365). */
-		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
+		fail_call(op,
+			  rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
 			  "connect-timeout");
 	else if (!rx__pending_errno(err) && err != EALREADY)
 		/* A synchronous failure (ECONNREFUSED on a blocking socket,

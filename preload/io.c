@@ -189,7 +189,7 @@ static size_t iov_total(const struct iovec *iov, long cnt)
 #define RX_HEAD_PEEK 64
 
 struct head {
-	bool on;     /* a MSG_TRUNC receive: judged by @buf, not the program's */
+	bool on; /* a MSG_TRUNC receive: judged by @buf, not the program's */
 	ssize_t seen; /* bytes peeked, or <= 0: none seen */
 	char buf[RX_HEAD_PEEK];
 };
@@ -207,9 +207,9 @@ static bool rcv_timeout(int fd)
 	struct timeval tv = {0, 0};
 	socklen_t len = sizeof(tv);
 	int saved = errno;
-	bool set = rx__real_getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
-				       &len) != 0 ||
-		   tv.tv_sec != 0 || tv.tv_usec != 0;
+	bool set =
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0 ||
+	    tv.tv_sec != 0 || tv.tv_usec != 0;
 
 	errno = saved;
 	return set;

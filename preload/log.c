@@ -302,7 +302,8 @@ void rx__log_fd_lost(int fd)
 {
 	int expected = fd;
 
-	if (fd != 2 && fd != atomic_load_explicit(&log_fd, memory_order_relaxed))
+	if (fd != 2 &&
+	    fd != atomic_load_explicit(&log_fd, memory_order_relaxed))
 		return;
 	/* A vfork child (posix_spawn, python's subprocess) shares this
 	 * memory and closes or dup2s fds before it execs: its closes are not

@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 			const char *src = source_given(name);
 
 			if (!src)
-				src = !set	  ? "default"
+				src = !set	? "default"
 				      : !set[0] ? "default (empty)"
 						: "environment";
 			printf("%-*s  %-*s  %s", (int)width, name, (int)vwidth,

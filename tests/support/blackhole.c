@@ -65,8 +65,8 @@ int main(int argc, char **argv)
 		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		rc = connect(s, (struct sockaddr *)&a, sizeof(a));
 		err = errno;
-		printf("connect %s %ld\n", rc == 0 ? "OK" : strerrorname_np(err),
-		       now_ms() - t0);
+		printf("connect %s %ld\n",
+		       rc == 0 ? "OK" : strerrorname_np(err), now_ms() - t0);
 		fflush(stdout);
 		close(s);
 	}

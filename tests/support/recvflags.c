@@ -192,8 +192,8 @@ static int run(const char *name, enum mode m, int port)
 	}
 	if (m == M_CMSG)
 		(void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMP, &on, sizeof(on));
-	if (send(fd, req, (size_t)n, m == M_ERRQUEUE_ZEROCOPY ? MSG_ZEROCOPY
-							       : 0) != n) {
+	if (send(fd, req, (size_t)n,
+		 m == M_ERRQUEUE_ZEROCOPY ? MSG_ZEROCOPY : 0) != n) {
 		printf("%s send:%s\n", name, strerror(errno));
 		close(fd);
 		return -1;

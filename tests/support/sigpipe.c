@@ -13,9 +13,9 @@
  * Output (stdout): "requests=R pending=0|1". Exit 0; 2 on a usage error.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
