@@ -19,8 +19,16 @@ PROG=$RESILIX_BUILDDIR/tests/support/sigpipe
 rx_upstream_start fail --phases 0:status:500:100
 guard=(RESILIX_LOG=info RESILIX_CONSECUTIVE_BACKSTOP=2 RESILIX_OPEN_MS=60000)
 
-# broken MODE VAR=value... -- PROGRAM ARGS...: run under the shim with
-# stderr a pipe whose reader is gone; prints "rc=N <program's stdout>".
+# The preload list as rx_shim makes it: in a sanitizer build the runtime
+# comes first (and says nothing of the link order), or its own complaint,
+# written to the broken stderr, would be the SIGPIPE.
+export RX_PRELOAD="${RESILIX_SANITIZE_RUNTIME:+$RESILIX_SANITIZE_RUNTIME }$RESILIX_SO"
+if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+fi
+
+# broken VAR=value... PROGRAM ARGS...: run under the shim with stderr a
+# pipe whose reader is gone; prints "rc=N <program's stdout>".
 broken() {
 	rx_plain python3 -c '
 import os, subprocess, sys
@@ -31,7 +39,7 @@ args = sys.argv[1:]
 while "=" in args[0]:
     k, v = args.pop(0).split("=", 1)
     env[k] = v
-env["LD_PRELOAD"] = os.environ["RESILIX_SO"]
+env["LD_PRELOAD"] = os.environ["RX_PRELOAD"]
 p = subprocess.run(args, stderr=w, stdout=subprocess.PIPE, env=env,
                    restore_signals=True)
 print("rc=%d %s" % (p.returncode, p.stdout.decode().strip()))
@@ -54,7 +62,7 @@ out=$(rx_plain python3 -c '
 import os, subprocess, sys, time
 fifo, prog, port = sys.argv[1:4]
 r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-env = dict(os.environ, LD_PRELOAD=os.environ["RESILIX_SO"],
+env = dict(os.environ, LD_PRELOAD=os.environ["RX_PRELOAD"],
            RESILIX_LOG="info", RESILIX_CONSECUTIVE_BACKSTOP="2",
            RESILIX_OPEN_MS="60000", RESILIX_LOG_FILE=fifo)
 p = subprocess.Popen([prog, "--port", port, "--requests", "6"], env=env,
