@@ -550,6 +550,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	}
 	e->start_ns = now;
 	e->first_byte_ns = 0;
+	e->peeked = 0;
 	e->connected_ns = 0;
 	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
@@ -575,6 +576,13 @@ void rx__connect_end(struct rx_op *op, int rc)
 
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected(op);
+	else if (err == EINPROGRESS && !op->again && rx__fd_blocking(op->fd))
+		/* A blocking connect returns EINPROGRESS only when its
+		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
+		 * abandonment at close (ADR-365). */
+		fail_call(op,
+			  rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
+			  "connect-timeout");
 	else if (!rx__pending_errno(err) && err != EALREADY)
 		/* A synchronous failure (ECONNREFUSED on a blocking socket,
 		 * ENETUNREACH...) settles at once. */
@@ -640,9 +648,11 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		rx__proto_reply(&e->proto, iov[i].iov_base, take, &r);
 		/* Time to first byte of the reply that answers: one that
 		 * began in this read resets it, so an interim reply (100
-		 * Continue) does not count as the answer. */
-		if (e->first_byte_ns == 0 || r.began)
+		 * Continue) does not count as the answer - unless a peek
+		 * saw these very bytes arrive first (ADR-360). */
+		if (e->first_byte_ns == 0 || (r.began && !e->peeked))
 			e->first_byte_ns = now;
+		e->peeked = 0;
 		left -= take;
 	}
 	if (iov == NULL) {
@@ -666,6 +676,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	}
 	/* Any later call on this connection reuses it (ADR-149). */
 	e->reused = 1;
+	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	/* The last reply ends the framing: an upgrade, or a protocol no
 	 * module reads (ADR-147). Otherwise the next request starts a call. */
 	end_call_locked(e, r.kind == RX_PROTO_LAST ? RX_FD_DONE : RX_FD_IDLE,
@@ -679,15 +690,40 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		rx__fd_forget_stale(op->fd, e, op->epoch);
 }
 
+void rx__read_peeked(struct rx_op *op)
+{
+	struct rx_lock *l;
+	uint64_t now;
+	int saved = errno;
+
+	if (!rx__owner_fast() || foreign_number(op))
+		goto out;
+	now = rx__now_ns();
+	l = lock_call(op);
+	if (l == NULL)
+		goto out;
+	if (op->e->first_byte_ns == 0) {
+		op->e->first_byte_ns = now;
+		op->e->peeked = 1;
+	}
+	rx__unlock(l);
+out:
+	errno = saved;
+}
+
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt)
 {
 	int err;
 
 	if (n > 0) {
-		/* Peeked bytes will be read again: sniff them then. on_bytes
-		 * preserves errno: bytes arrived, errno is not read. */
-		if (!op->peek)
+		/* Peeked bytes will be read again: sniff them then, once;
+		 * their arrival is the first byte's all the same (ADR-360).
+		 * on_bytes preserves errno: bytes arrived, errno is not
+		 * read. */
+		if (op->peek)
+			rx__read_peeked(op);
+		else
 			on_bytes(op, n, iov, iovcnt);
 		rx__inside = 0;
 		return;
@@ -742,6 +778,7 @@ static bool start_call(struct rx_op *op)
 		rx__permit_copy(&e->permit, &permit);
 		e->start_ns = now;
 		e->first_byte_ns = 0;
+		e->peeked = 0;
 		/* This write is the request's first (ADR-192). */
 		atomic_store_explicit(&e->wrote, 1, memory_order_relaxed);
 		rx__proto_next(&e->proto);

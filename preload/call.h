@@ -40,7 +40,7 @@ struct rx_op {
 	uint32_t epoch; /* entry epoch at begin */
 	uint8_t phase;	/* entry phase at begin (after any admission) */
 	bool again;	/* connect on a socket whose connect is pending */
-	bool peek;	/* MSG_PEEK: bytes will be read again */
+	bool peek;	/* MSG_PEEK: bytes will be read again (fed then) */
 	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
 };
 
@@ -66,7 +66,8 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
 
 /*
  * rx__read_begin/rx__read_end - any call that receives bytes (read, recv,
- * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read).
+ * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read);
+ * an MSG_ERRQUEUE or MSG_OOB read passes.
  * begin is inline: it only copies what end needs into @op (ADR-185).
  * end gets the real result and the buffers the bytes landed in; it sniffs
  * them and settles the call at its first response byte, EOF or error.
@@ -74,9 +75,15 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
 static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 						 int flags, size_t len)
 {
-	struct rx_fd *e = rx__fd_get(fd);
+	struct rx_fd *e;
 	enum rx_fd_phase ph;
 
+	/* An error-queue or out-of-band read does not read the stream the
+	 * answer comes on: whatever it returns - EAGAIN at once, 0 with
+	 * control data, EINVAL - says nothing of the call (ADR-361). */
+	if (flags & (MSG_ERRQUEUE | MSG_OOB))
+		return RX_OP_PASS;
+	e = rx__fd_get(fd);
 	if (!e)
 		return RX_OP_PASS;
 	ph = rx__fd_phase(e);
@@ -99,6 +106,14 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 }
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt);
+
+/*
+ * rx__read_peeked - between rx__read_begin and rx__read_end: a peek the
+ * shim made itself (io.c, MSG_TRUNC) saw the answer's first bytes. Notes
+ * when they arrived, as a program's own MSG_PEEK does, and feeds nothing
+ * to the protocol module: the receive that follows does (ADR-360).
+ */
+void rx__read_peeked(struct rx_op *op);
 
 /*
  * rx__write_begin/rx__write_end - any call that sends bytes. begin

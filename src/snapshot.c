@@ -237,7 +237,17 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 	b->last_now_ns = now;
 	if (p->state == RX_BREAKER_OPEN) {
 		uint64_t age = rx__sat_add(p->open_age, gap);
-		if (age >= rx__ms_to_ns(b->cfg.open_ms)) {
+		uint64_t open_ns = rx__ms_to_ns(b->cfg.open_ms);
+
+		/* An open period that ran out stays open, opened that long
+		 * ago: the first admission moves it to half-open itself, and
+		 * says so (open-elapsed), so that a log never shows a
+		 * half-open breaker closing that it never saw open (ADR-367).
+		 * An age older than this clock's start is as good as its
+		 * start, as long as that is an open period ago; a clock
+		 * younger than that cannot place it, and only then does the
+		 * entry come back half-open. */
+		if (age >= open_ns && now < open_ns) {
 			b->state = RX_BREAKER_HALF_OPEN;
 		} else {
 			b->state = RX_BREAKER_OPEN;
