@@ -42,19 +42,39 @@ struct rx__list {
 	uint32_t head, tail;
 };
 
+/*
+ * The registry is one block: this header, then the entries, the hash
+ * index and the window slots, each found by its offset from the header's
+ * own address - no pointer is stored, so a registry in memory that several
+ * processes map at different addresses (RESILIX_SHARED, ADR-480) is read
+ * the same from every mapping. rx_registry_create allocates the block;
+ * rx_registry_format lays one out in memory the caller provides.
+ */
 struct rx_registry {
 	struct rx_registry_config cfg;
 	struct rx_guard_config gcfg;
-	struct rx__entry *entries;    /* max_keys */
-	struct rx_window_slot *slots; /* max_keys x window_calls, or NULL */
-	uint32_t *table;	      /* entry index + 1; 0 = empty */
-	uint32_t table_mask;	      /* table size - 1, a power of two */
+	uint64_t size;	       /* bytes of the whole block */
+	uint64_t entries_off;  /* max_keys entries */
+	uint64_t table_off;    /* uint32_t cells: entry index + 1; 0 = empty */
+	uint64_t slots_off;    /* max_keys x window_calls slots; 0 = none */
+	uint32_t table_mask;   /* table size - 1, a power of two */
 	uint32_t slots_per_key;
 	uint32_t count;
 	uint64_t overflows;
 	uint64_t last_now_ns;
 	struct rx__list free, idle, parked;
 };
+
+static inline struct rx__entry *rx__entries(const struct rx_registry *r)
+{
+	return (struct rx__entry *)(void *)((char *)(uintptr_t)r +
+					    r->entries_off);
+}
+
+static inline uint32_t *rx__table(const struct rx_registry *r)
+{
+	return (uint32_t *)(void *)((char *)(uintptr_t)r + r->table_off);
+}
 
 static inline struct rx__entry *rx__entry_of(const struct rx_guard *g)
 {
@@ -69,6 +89,16 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 
 /* Put an unpinned entry on the idle or parked list, as a release does. */
 void rx__registry_place(struct rx_registry *r, struct rx__entry *e);
+
+/* Rebuild the index, the lists and the count from the entries, after a
+ * process died while it changed them (the shim's shared registry,
+ * ADR-482). An entry on no list with no pin (a half-done insert) gets a
+ * fresh guard; an entry whose key length is out of range is freed; a key
+ * found twice keeps its first entry. @pins_of, when not NULL, gives each
+ * entry's true pin count (what live processes hold). O(max_keys). */
+void rx__registry_repair(struct rx_registry *r,
+			 uint32_t (*pins_of)(void *arg, uint32_t index),
+			 void *arg, uint64_t now_ns);
 
 /* Give a live, unpinned entry a fresh guard and take it off its list, for
  * the snapshot merge; rx__registry_place puts it back. */

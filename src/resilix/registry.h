@@ -68,6 +68,26 @@ int rx_registry_create(struct rx_registry **out,
                        const struct rx_registry_config *rcfg,
                        const struct rx_guard_config *gcfg);
 
+/*
+ * rx_registry_size - the bytes of the one block a registry of this
+ * configuration takes (header, entries, index, window slots); 0 for a bad
+ * config. Thread-safe; O(1); no allocation.
+ *
+ * rx_registry_format - lay a registry out in @mem (@size bytes, at least
+ * rx_registry_size, 16-aligned, zeroed), which the caller owns: the block
+ * holds no pointer, only offsets from its start, so memory mapped at a
+ * different address in each of several processes holds one registry that
+ * every mapping reads (callers serialise across processes themselves).
+ * Returns RX_OK and *@out (== @mem), or RX_EINVAL. Not thread-safe;
+ * O(max_keys); no allocation. Do not rx_registry_destroy it.
+ */
+size_t rx_registry_size(const struct rx_registry_config *rcfg,
+                        const struct rx_guard_config *gcfg);
+int rx_registry_format(void *mem, size_t size,
+                       const struct rx_registry_config *rcfg,
+                       const struct rx_guard_config *gcfg,
+                       struct rx_registry **out);
+
 /* rx_registry_destroy - free everything create allocated; every guard and
  * key pointer it handed out dies with it. NULL is accepted. Not
  * thread-safe; O(1). */
