@@ -39,7 +39,8 @@ enum kind {
 	K_BOOL,	 /* 0 | 1 */
 	K_PATH,	 /* any non-empty string */
 	K_LIMITER, /* vegas | gradient2 | aimd | off */
-	K_CURL_KEY /* host | endpoint | origin (ADR-154) */
+	K_CURL_KEY, /* host | endpoint | origin (ADR-154) */
+	K_CRITICALITY /* critical | degraded | best_effort | bulk */
 };
 
 /* Which field a variable sets. */
@@ -72,6 +73,9 @@ enum field {
 	F_LIMIT_STALE_MS,
 	F_CURL_KEY,
 	F_STATE_FILE,
+	F_SHARED,
+	F_CRITICALITY,
+	F_TENANT,
 	F_COUNT
 };
 
@@ -149,6 +153,10 @@ static const struct var vars[] = {
     /* State across processes (state.c; ADR-170 to ADR-174). */
     {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
      "a file path (not a directory)"},
+    /* State shared live by processes (shared.c; ADR-480 to ADR-489). */
+    {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0,
+     "a name (letters, digits, '.', '_', '-'; the segment is "
+     "/dev/shm/resilix-NAME) or an absolute path"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -197,6 +205,32 @@ static bool ascii_ieq(const char *a, const char *b)
 	return *a == *b;
 }
 
+/* RESILIX_SHARED: an absolute path, or a name that makes one file under
+ * /dev/shm (no '/', not "." or "..", at most 200 bytes). */
+static bool shared_name_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (v[0] == '/')
+		return n < 4000;
+	if (n > 200 || strcmp(v, ".") == 0 || strcmp(v, "..") == 0)
+		return false;
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || *v == '.' || *v == '_' ||
+		      *v == '-'))
+			return false;
+	return true;
+}
+
+const char *rx_criticality_name(enum rx_criticality c)
+{
+	static const char *const names[RX_CRITICALITY_COUNT] = {
+	    "critical", "degraded", "best_effort", "bulk"};
+
+	return (unsigned)c < RX_CRITICALITY_COUNT ? names[c] : "unknown";
+}
+
 const char *rx_log_level_name(enum rx_log_level level)
 {
 	if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
@@ -212,6 +246,9 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->log_file = NULL;
 	cfg->metrics_file = NULL;
 	cfg->state_file = NULL;
+	cfg->shared = NULL;
+	cfg->criticality = RX_CRITICALITY_CRITICAL;
+	cfg->tenant = NULL;
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
@@ -489,6 +526,12 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 				cfg->metrics_file = value;
 			else if (var->field == F_STATE_FILE)
 				cfg->state_file = value;
+			else if (var->field == F_SHARED) {
+				if (!shared_name_ok(value))
+					break;
+				cfg->shared = value;
+			} else if (var->field == F_TENANT)
+				cfg->tenant = value;
 			else
 				cfg->log_file = value;
 			return true;
@@ -514,6 +557,15 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		}
 		break;
 	}
+	case K_CRITICALITY:
+		for (i = 0; i < RX_CRITICALITY_COUNT; i++) {
+			if (ascii_ieq(value, rx_criticality_name(
+						 (enum rx_criticality)i))) {
+				cfg->criticality = (enum rx_criticality)i;
+				return true;
+			}
+		}
+		break;
 	case K_CURL_KEY: {
 		static const char *const modes[] = {"host", "endpoint",
 						    "origin"};
@@ -855,6 +907,16 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 	case F_STATE_FILE:
 		s = cfg->state_file ? cfg->state_file
 				    : "unset (no state across processes)";
+		break;
+	case F_SHARED:
+		s = cfg->shared ? cfg->shared
+				: "unset (each process guards on its own)";
+		break;
+	case F_CRITICALITY:
+		s = rx_criticality_name(cfg->criticality);
+		break;
+	case F_TENANT:
+		s = cfg->tenant ? cfg->tenant : "unset (the program's name)";
 		break;
 	case F_INCLUDE:
 		if (cfg->include.count > 0)

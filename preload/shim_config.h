@@ -49,6 +49,21 @@ enum rx_log_level {
 	RX_LOG_DEBUG
 };
 
+/* How much a process's calls matter when a shared key is short of
+ * capacity (RESILIX_CRITICALITY, ADR-487): lower buckets are shed
+ * first. */
+enum rx_criticality {
+	RX_CRITICALITY_CRITICAL = 0,
+	RX_CRITICALITY_DEGRADED,
+	RX_CRITICALITY_BEST_EFFORT,
+	RX_CRITICALITY_BULK,
+	RX_CRITICALITY_COUNT
+};
+
+/* rx_criticality_name - "critical", "degraded", "best_effort", "bulk";
+ * "unknown" otherwise. Thread-safe, O(1). */
+const char *rx_criticality_name(enum rx_criticality c);
+
 /* rx_log_level_name - "off", "error", "warn", "info", "debug"; "unknown"
  * out of range. Thread-safe, O(1), never NULL. */
 const char *rx_log_level_name(enum rx_log_level level);
@@ -87,6 +102,13 @@ struct rx_config {
 	const char *state_file;	      /* RESILIX_STATE_FILE; NULL = none.
 					 Points into the environment array
 					 (ADR-170). */
+	const char *shared;	      /* RESILIX_SHARED; NULL = none. A
+					 name or an absolute path, pointing
+					 into the environment (ADR-480). */
+	enum rx_criticality criticality; /* RESILIX_CRITICALITY, default
+					    critical (ADR-487) */
+	const char *tenant;	      /* RESILIX_TENANT; NULL = the
+					 program's name (ADR-488) */
 };
 
 /* What a diagnostic is. */

@@ -90,16 +90,6 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 /* Put an unpinned entry on the idle or parked list, as a release does. */
 void rx__registry_place(struct rx_registry *r, struct rx__entry *e);
 
-/* Rebuild the index, the lists and the count from the entries, after a
- * process died while it changed them (the shim's shared registry,
- * ADR-482). An entry on no list with no pin (a half-done insert) gets a
- * fresh guard; an entry whose key length is out of range is freed; a key
- * found twice keeps its first entry. @pins_of, when not NULL, gives each
- * entry's true pin count (what live processes hold). O(max_keys). */
-void rx__registry_repair(struct rx_registry *r,
-			 uint32_t (*pins_of)(void *arg, uint32_t index),
-			 void *arg, uint64_t now_ns);
-
 /* Give a live, unpinned entry a fresh guard and take it off its list, for
  * the snapshot merge; rx__registry_place puts it back. */
 void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,

@@ -287,7 +287,7 @@ void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
 	reset_guard(r, e, now_ns);
 }
 
-void rx__registry_repair(struct rx_registry *r,
+void rx_registry_repair(struct rx_registry *r,
 			 uint32_t (*pins_of)(void *arg, uint32_t index),
 			 void *arg, uint64_t now_ns)
 {
@@ -332,9 +332,9 @@ void rx__registry_repair(struct rx_registry *r,
 		}
 		rx__table(r)[pos] = i + 1;
 		r->count++;
+		e->prev = e->next = RX__NIL;
 		if (half_done)
 			reset_guard(r, e, now_ns);
-		e->prev = e->next = RX__NIL;
 		e->list = RX__LIST_PINNED;
 		if (e->pins == 0)
 			rx__registry_place(r, e);
@@ -503,6 +503,31 @@ uint32_t rx_registry_index(const struct rx_registry *r,
 			   const struct rx_guard *g)
 {
 	return index_of(r, rx__entry_of(g));
+}
+
+void rx_registry_pin(struct rx_registry *r, struct rx_guard *g, uint32_t n)
+{
+	struct rx__entry *e = rx__entry_of(g);
+
+	if (e->pins == 0) /* was unpinned: off its list, as acquire does */
+		list_remove(r, e);
+	e->pins += n;
+	e->list = RX__LIST_PINNED;
+}
+
+struct rx_guard *rx_registry_guard_at(struct rx_registry *r, uint32_t index)
+{
+	if (r == NULL || index >= r->cfg.max_keys ||
+	    rx__entries(r)[index].list == RX__LIST_FREE)
+		return NULL;
+	return &rx__entries(r)[index].guard;
+}
+
+void rx_registry_reset_at(struct rx_registry *r, uint32_t index,
+			  uint64_t now_ns)
+{
+	if (rx_registry_guard_at(r, index) != NULL)
+		reset_guard(r, &rx__entries(r)[index], now_ns);
 }
 
 const char *rx_registry_key(const struct rx_registry *r,
