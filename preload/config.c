@@ -153,7 +153,7 @@ static const struct var vars[] = {
     /* State across processes (state.c; ADR-170 to ADR-174). */
     {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
      "a file path (not a directory)"},
-    /* State shared live by processes (shared.c; ADR-480 to ADR-489). */
+    /* State shared live by processes (shared.c; ADR-480 to ADR-486). */
     {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0,
      "a name (letters, digits, '.', '_', '-'; the segment is "
      "/dev/shm/resilix-NAME) or an absolute path"},

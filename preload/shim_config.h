@@ -50,8 +50,9 @@ enum rx_log_level {
 };
 
 /* How much a process's calls matter when a shared key is short of
- * capacity (RESILIX_CRITICALITY, ADR-487): lower buckets are shed
- * first. */
+ * capacity: the buckets of a partitioned limiter, lower ones shed first.
+ * Recorded in the shared segment's process table; no variable sets it
+ * yet. */
 enum rx_criticality {
 	RX_CRITICALITY_CRITICAL = 0,
 	RX_CRITICALITY_DEGRADED,
@@ -105,10 +106,11 @@ struct rx_config {
 	const char *shared;	      /* RESILIX_SHARED; NULL = none. A
 					 name or an absolute path, pointing
 					 into the environment (ADR-480). */
-	enum rx_criticality criticality; /* RESILIX_CRITICALITY, default
-					    critical (ADR-487) */
-	const char *tenant;	      /* RESILIX_TENANT; NULL = the
-					 program's name (ADR-488) */
+	enum rx_criticality criticality; /* critical; no variable sets it
+					    yet (the segment's process table
+					    records it) */
+	const char *tenant;	      /* NULL = the program's name; no
+					 variable sets it yet */
 };
 
 /* What a diagnostic is. */
