@@ -3,9 +3,9 @@
 # owned by another user, another mode, a symbolic link, truncated, of
 # another format, made with other settings. Each is refused with one line
 # naming the file and what is wrong, and the program still runs, guarding
-# on its own (its own breaker settles its call).
+# on its own (its own breaker settles its call). The test client, built
+# with the sanitizers in their builds, is the program.
 . "$(dirname "$0")/lib.sh"
-rx_need curl
 rx_require_build
 
 PORT=$(rx_free_port)
@@ -15,7 +15,7 @@ try() {
 	shift 3
 	rx_dump_on_fail "$err"
 	rx_shim RESILIX_SHARED="$seg" RESILIX_LOG=debug "$@" \
-		curl -s -m 3 "http://127.0.0.1:$PORT/" >/dev/null 2>"$err"
+		"$CLIENT" --port "$PORT" --requests 1 >/dev/null 2>"$err"
 	rx_assert_eq "$label: one refusal line" 1 \
 		"$(grep -c '^resilix: RESILIX_SHARED: ' "$err")"
 	rx_assert_grep "$label: the line names the file and the fault" \
@@ -26,7 +26,7 @@ try() {
 }
 
 good=$RX_TMP/good
-rx_shim RESILIX_SHARED="$good" curl -s -m 3 "http://127.0.0.1:$PORT/" \
+rx_shim RESILIX_SHARED="$good" "$CLIENT" --port "$PORT" --requests 1 \
 	>/dev/null 2>&1
 [ -s "$good" ] || rx_fail "no segment made"
 
