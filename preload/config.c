@@ -4,10 +4,11 @@
  * Design. One table lists every variable this version understands, with
  * its syntax, its accepted range in words (the text the error message
  * quotes) and the field it sets. The parser walks the environment array
- * once, in order: a RESILIX_* name found in the table is parsed and
- * range-checked; one found in the list of names the design reserves for
- * later policies is reported as not supported yet; any other RESILIX_*
- * name is reported as unknown. Checks that combine variables (min calls
+ * once, in order: a RESILIX_* name found in the table (or in
+ * config_policy.c's, for the bulkhead, rate limiter, throttler and
+ * retry) is parsed and range-checked; one found in the list of names
+ * the design reserves for later features is reported as not supported
+ * yet; any other RESILIX_* name is reported as unknown. Checks that combine variables (min calls
  * against the window size) and the core's own rx_guard_config_check run
  * last, so a value is never accepted here that the core would refuse.
  *
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config_policy.h"
 #include "resilix/error.h"
 #include "shim_config.h"
 
@@ -39,8 +41,7 @@ enum kind {
 	K_BOOL,	 /* 0 | 1 */
 	K_PATH,	 /* any non-empty string */
 	K_LIMITER, /* vegas | gradient2 | aimd | off */
-	K_CURL_KEY, /* host | endpoint | origin (ADR-154) */
-	K_CRITICALITY /* critical | degraded | best_effort | bulk */
+	K_CURL_KEY /* host | endpoint | origin (ADR-154) */
 };
 
 /* Which field a variable sets. */
@@ -74,8 +75,6 @@ enum field {
 	F_CURL_KEY,
 	F_STATE_FILE,
 	F_SHARED,
-	F_CRITICALITY,
-	F_TENANT,
 	F_COUNT
 };
 
@@ -153,10 +152,8 @@ static const struct var vars[] = {
     /* State across processes (state.c; ADR-170 to ADR-174). */
     {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
      "a file path (not a directory)"},
-    /* State shared live by processes (shared.c; ADR-480 to ADR-486). */
-    {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0,
-     "a name (letters, digits, '.', '_', '-'; the segment is "
-     "/dev/shm/resilix-NAME) or an absolute path"},
+    {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0, /* shared.c, ADR-480 */
+     "a name ([A-Za-z0-9._-]: /dev/shm/resilix-NAME) or an absolute path"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -168,9 +165,10 @@ static const struct var vars[] = {
  */
 /* clang-format off */
 static const char *const reserved[] = {
-	"RESILIX_BULKHEAD",
-	"RESILIX_RATE",
-	"RESILIX_THROTTLE_K",
+	"RESILIX_CRITICALITY",
+	"RESILIX_TENANT",
+	"RESILIX_HEDGE",
+	"RESILIX_HEDGE_DELAY_MS",
 };
 
 /*
@@ -205,30 +203,15 @@ static bool ascii_ieq(const char *a, const char *b)
 	return *a == *b;
 }
 
-/* RESILIX_SHARED: an absolute path, or a name that makes one file under
- * /dev/shm (no '/', not "." or "..", at most 200 bytes). */
+/* RESILIX_SHARED: an absolute path, or a name of one file in /dev/shm. */
 static bool shared_name_ok(const char *v)
 {
 	size_t n = strlen(v);
 
-	if (v[0] == '/')
-		return n < 4000;
-	if (n > 200 || strcmp(v, ".") == 0 || strcmp(v, "..") == 0)
-		return false;
-	for (; *v; v++)
-		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
-		      (*v >= '0' && *v <= '9') || *v == '.' || *v == '_' ||
-		      *v == '-'))
-			return false;
-	return true;
-}
-
-const char *rx_criticality_name(enum rx_criticality c)
-{
-	static const char *const names[RX_CRITICALITY_COUNT] = {
-	    "critical", "degraded", "best_effort", "bulk"};
-
-	return (unsigned)c < RX_CRITICALITY_COUNT ? names[c] : "unknown";
+	return v[0] == '/' ? n < 4000
+			   : n <= 200 && strcmp(v, ".") && strcmp(v, "..") &&
+				 strspn(v, "abcdefghijklmnopqrstuvwxyz._-"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == n;
 }
 
 const char *rx_log_level_name(enum rx_log_level level)
@@ -247,11 +230,10 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->metrics_file = NULL;
 	cfg->state_file = NULL;
 	cfg->shared = NULL;
-	cfg->criticality = RX_CRITICALITY_CRITICAL;
-	cfg->tenant = NULL;
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
+	rx__pconfig_default(cfg);
 	/* Ours (ADR-136): long enough to ride out a burst at a limit found
 	 * by the limiter (tens of round trips of a typical HTTP upstream),
 	 * short enough that a caller stuck behind a collapsed upstream hears
@@ -368,8 +350,14 @@ static void emit(rx_config_report_fn report, void *arg,
 	report(arg, kind, cname, clean);
 }
 
-static void report_invalid(rx_config_report_fn report, void *arg,
-			   const struct var *var, const char *value)
+static void report_twice(const char *name, rx_config_report_fn report,
+			 void *arg);
+static void report_empty(const char *name, rx_config_report_fn report,
+			 void *arg);
+
+static void report_bad(rx_config_report_fn report, void *arg,
+		       const char *name, const char *accepted,
+		       const char *value)
 {
 	char q[80], msg[320];
 
@@ -377,8 +365,36 @@ static void report_invalid(rx_config_report_fn report, void *arg,
 		return;
 	quote(q, sizeof(q), value);
 	snprintf(msg, sizeof(msg), "%s=\"%s\" is not valid (accepted: %s)",
-		 var->name, q, var->accepted);
-	emit(report, arg, RX_CONFIG_ERROR, var->name, msg);
+		 name, q, accepted);
+	emit(report, arg, RX_CONFIG_ERROR, name, msg);
+}
+
+static void report_invalid(rx_config_report_fn report, void *arg,
+			   const struct var *var, const char *value)
+{
+	report_bad(report, arg, var->name, var->accepted, value);
+}
+
+/* A variable of config_policy.c's table (ADR-463): the first occurrence
+ * counts, empty is unset. Returns the number of errors (0 or 1). */
+static int parse_pvar(struct rx_config *cfg, bool *pseen, size_t k,
+		      const char *value, rx_config_report_fn report, void *arg)
+{
+	const struct rx__pvar *pv = rx__pvar(k);
+
+	if (pseen[k]) {
+		report_twice(pv->name, report, arg);
+		return 0;
+	}
+	pseen[k] = true;
+	if (value[0] == '\0') {
+		report_empty(pv->name, report, arg);
+		return 0;
+	}
+	if (rx__pvar_parse(cfg, k, value))
+		return 0;
+	report_bad(report, arg, pv->name, pv->accepted, value);
+	return 1;
 }
 
 static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
@@ -433,6 +449,8 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 		break;
 	case F_TIMEOUT_MS:
 		cfg->timeout_ms = v;
+		/* A probe keeps its slot until its deadline (ADR-381). */
+		cfg->guard.breaker.call_timeout_ms = v;
 		break;
 	default:
 		break;
@@ -521,17 +539,14 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		    (strlen(value) < 6 ||
 		     strcmp(value + strlen(value) - 5, ".prom") != 0))
 			break;
-		if (value[0] != '\0') {
+		if (value[0] != '\0' &&
+		    (var->field != F_SHARED || shared_name_ok(value))) {
 			if (var->field == F_METRICS_FILE)
 				cfg->metrics_file = value;
 			else if (var->field == F_STATE_FILE)
 				cfg->state_file = value;
-			else if (var->field == F_SHARED) {
-				if (!shared_name_ok(value))
-					break;
+			else if (var->field == F_SHARED)
 				cfg->shared = value;
-			} else if (var->field == F_TENANT)
-				cfg->tenant = value;
 			else
 				cfg->log_file = value;
 			return true;
@@ -557,15 +572,6 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		}
 		break;
 	}
-	case K_CRITICALITY:
-		for (i = 0; i < RX_CRITICALITY_COUNT; i++) {
-			if (ascii_ieq(value, rx_criticality_name(
-						 (enum rx_criticality)i))) {
-				cfg->criticality = (enum rx_criticality)i;
-				return true;
-			}
-		}
-		break;
 	case K_CURL_KEY: {
 		static const char *const modes[] = {"host", "endpoint",
 						    "origin"};
@@ -745,6 +751,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg)
 {
 	bool seen[F_COUNT] = {false};
+	bool pseen[RX__PVAR_COUNT] = {false};
+	char pmsg[320];
 	const char *why = NULL;
 	int errors = 0;
 	size_t i, k;
@@ -762,6 +770,13 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			var = &vars[k];
 		}
 		if (!value) {
+			for (k = 0; k < RX__PVAR_COUNT && !value; k++)
+				value = match(entry, rx__pvar(k)->name);
+			if (value) {
+				errors += parse_pvar(cfg, pseen, k - 1, value,
+						     report, arg);
+				continue;
+			}
 			if (!in_list(entry, tooling,
 				     sizeof(tooling) / sizeof(tooling[0])))
 				report_stray(entry, report, arg);
@@ -790,6 +805,13 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 	if (limiter_bounds(cfg, seen, report, arg) != 0 ||
 	    registry_size(cfg, report, arg) != 0)
 		return 1;
+	if (rx__pconfig_check(cfg, pseen, pmsg, sizeof(pmsg)) != 0) {
+		report_combined(report, arg, pmsg);
+		return 1;
+	}
+	if (rx__pconfig_orphan(cfg, pseen) && report)
+		emit(report, arg, RX_CONFIG_NOTICE, "RESILIX",
+		     rx__pconfig_orphan(cfg, pseen));
 
 	/* A min_calls above the window size is not an error: the breaker
 	 * counts it as the window size (breaker.h), so asking for a 10-call
@@ -814,17 +836,22 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 
 size_t rx_config_var_count(void)
 {
-	return NVARS;
+	return NVARS + RX__PVAR_COUNT;
 }
 
 const char *rx_config_var_name(size_t i)
 {
-	return i < NVARS ? vars[i].name : NULL;
+	if (i >= NVARS)
+		return rx__pvar(i - NVARS) ? rx__pvar(i - NVARS)->name : NULL;
+	return vars[i].name;
 }
 
 const char *rx_config_var_accepted(size_t i)
 {
-	return i < NVARS ? vars[i].accepted : NULL;
+	if (i >= NVARS)
+		return rx__pvar(i - NVARS) ? rx__pvar(i - NVARS)->accepted
+					   : NULL;
+	return vars[i].accepted;
 }
 
 /* Format a rate with up to six decimals, locale-free, without trailing
@@ -850,7 +877,9 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 	uint64_t u = 0;
 	double r = 0;
 
-	if (i >= NVARS || size == 0)
+	if (i >= NVARS)
+		return rx__pvar_value(cfg, i - NVARS, buf, size);
+	if (size == 0)
 		return false;
 	switch (vars[i].field) {
 	case F_SLOW_CALL_MS:
@@ -909,14 +938,7 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 				    : "unset (no state across processes)";
 		break;
 	case F_SHARED:
-		s = cfg->shared ? cfg->shared
-				: "unset (each process guards on its own)";
-		break;
-	case F_CRITICALITY:
-		s = rx_criticality_name(cfg->criticality);
-		break;
-	case F_TENANT:
-		s = cfg->tenant ? cfg->tenant : "unset (the program's name)";
+		s = cfg->shared ? cfg->shared : "unset (each process on its own)";
 		break;
 	case F_INCLUDE:
 		if (cfg->include.count > 0)

@@ -33,6 +33,7 @@
 
 #include "resilix/guard.h"
 #include "resilix/registry.h"
+#include "resilix/retry.h"
 
 #include "filter.h"
 
@@ -60,10 +61,6 @@ enum rx_criticality {
 	RX_CRITICALITY_BULK,
 	RX_CRITICALITY_COUNT
 };
-
-/* rx_criticality_name - "critical", "degraded", "best_effort", "bulk";
- * "unknown" otherwise. Thread-safe, O(1). */
-const char *rx_criticality_name(enum rx_criticality c);
 
 /* rx_log_level_name - "off", "error", "warn", "info", "debug"; "unknown"
  * out of range. Thread-safe, O(1), never NULL. */
@@ -111,6 +108,11 @@ struct rx_config {
 					    records it) */
 	const char *tenant;	      /* NULL = the program's name; no
 					 variable sets it yet */
+	/* Retry (config_policy.c, ADR-463); the bulkhead, rate limiter and
+	 * throttler are in @guard. */
+	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),
+					 _BASE_MS, _MAX_MS */
+	struct rx_retry_budget_config budget; /* RESILIX_RETRY_BUDGET */
 };
 
 /* What a diagnostic is. */
