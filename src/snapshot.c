@@ -89,7 +89,7 @@ static uint64_t get(struct cursor *c, unsigned bytes)
 static const struct rx__entry *live_entry(const struct rx_registry *r,
 					  uint32_t i)
 {
-	const struct rx__entry *e = &r->entries[i];
+	const struct rx__entry *e = &rx__entries(r)[i];
 	return e->list == RX__LIST_FREE ? NULL : e;
 }
 
@@ -97,7 +97,7 @@ static const struct rx__entry *live_entry(const struct rx_registry *r,
 static struct rx_window_slot *slot_at(const struct rx_window *w, uint32_t i)
 {
 	uint32_t k = w->tail + i;
-	return &w->slots[k >= w->capacity ? k - w->capacity : k];
+	return &rx_window_slots(w)[k >= w->capacity ? k - w->capacity : k];
 }
 
 size_t rx_snapshot_size(const struct rx_registry *r)
