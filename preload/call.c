@@ -687,8 +687,14 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	if (n > 0) {
 		/* Peeked bytes will be read again: sniff them then. on_bytes
 		 * preserves errno: bytes arrived, errno is not read. */
-		if (!op->peek)
+		if (op->cipher) {
+			/* Handshake bytes: the connect worked; the answer is
+			 * the TLS layer's to read (ADR-440). */
+			if (op->phase == RX_FD_CONNECTING)
+				connected(op);
+		} else if (!op->peek) {
 			on_bytes(op, n, iov, iovcnt);
+		}
 		rx__inside = 0;
 		return;
 	}
@@ -780,9 +786,12 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	op->again = false;
 	op->peek = false;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->cipher = rx__tls_cipher(fd, e);
+	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	/* Inside curl_easy_perform a new request on a kept-alive
-	 * connection is the curl layer's (ADR-152). */
-	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
+	 * connection is the curl layer's (ADR-152); on a TLS connection,
+	 * the TLS layer's (ADR-440). */
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active && !op->cipher) {
 		if (!rx__owner_fast())
 			goto pass;
 		/* Only a request line starts a call: the rest of a body
@@ -812,7 +821,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto pass;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
+	/* A TLS handshake's bytes are not the request (ADR-440). */
+	if (len > 0 && !op->cipher &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
@@ -861,7 +872,8 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 			if (!settle_overdue(op))
 				maybe_timeout(op);
 		} else if ((err == ECONNRESET || err == EPIPE) &&
-			   op->phase == RX_FD_WAITING && answered_early(op)) {
+			   op->phase == RX_FD_WAITING && !op->cipher &&
+			   !op->plain && answered_early(op)) {
 			/* judged by the answer */
 		} else if (!rx__pending_errno(err)) {
 			fail_errno(op, err);

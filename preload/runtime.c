@@ -15,6 +15,8 @@
 RX_TLS int rx__inside;
 RX_TLS int rx__locks_held;
 RX_TLS int rx__curl_active;
+RX_TLS int rx__tls_mode;
+RX_TLS int rx__tls_seen_fd;
 
 atomic_int rx__init_state = RX_INIT_NONE;
 struct rx_config rx__cfg;
