@@ -882,3 +882,67 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 	}
 	rx__inside = 0;
 }
+
+/* ------------------------------------------------------------------------
+ * RESILIX_KEY=host and a TLS session's SNI name (ADR-446).
+ * ---------------------------------------------------------------------- */
+
+bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
+{
+	struct rx_gate_permit permit;
+	struct rx_guard *g;
+	struct rx_lock *l;
+	struct ending end;
+	uint32_t epoch;
+	uint64_t now;
+	bool moved = false;
+
+	if (!rx__owner_fast())
+		return true;
+	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
+	now = rx__now_ns();
+	g = rx__key_acquire(key, len, now);
+	if (!g)
+		return true;
+	if (g == __atomic_load_n(&e->guard, __ATOMIC_RELAXED)) {
+		rx__key_release(g); /* keyed by that name already */
+		return true;
+	}
+	if (!rx__admit(g, &now, &permit, "tls-name", fd, false)) {
+		rx__key_release(g);
+		return false;
+	}
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch &&
+	    (rx__fd_phase(e) == RX_FD_CONNECTING ||
+	     rx__fd_phase(e) == RX_FD_WAITING) &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		/* The connect's call ends here, a success of what it
+		 * connected to; the request's call is the name's, timed
+		 * from its first write (ADR-192). */
+		end_call_locked(e, RX_FD_WAITING, now, &end);
+		__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+		rx__permit_copy(&e->permit, &permit);
+		e->start_ns = now;
+		e->connected_ns = now;
+		e->first_byte_ns = 0;
+		atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+		moved = true;
+	}
+	rx__unlock(l);
+	if (!moved) {
+		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "race");
+		rx__key_release(g);
+		return true;
+	}
+	/* A call keyed by a name from getaddrinfo holds its address's permit
+	 * (ADR-220): the address takes the connect's success, the name's
+	 * call goes back without evidence. Keyed by the address: a success. */
+	addr_settle(&end.addr, RX_SUCCESS, now, now, "connected");
+	rx__key_settle(end.guard, &end.permit,
+		       end.addr.guard ? RX_REJECTED : RX_SUCCESS, end.start_ns,
+		       now, now, "tls-name");
+	rx__key_release(end.guard);
+	return true;
+}

@@ -140,6 +140,18 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * continues the current exchange and is never refused. @iov is read only
  * then, on a tracked fd. end settles the call on an I/O error.
  */
+/*
+ * rx__call_rekey - RESILIX_KEY=host, and the TLS session on @fd (record
+ * @e) names its server @key ("name:port", @len bytes) by SNI (ADR-446):
+ * unless the call is keyed so already, admit a call under @key, and end
+ * the connect's call as a success of what it connected to; the request
+ * that follows is then the named key's call. Only before the request's
+ * first write. false: @key refused the call (the TLS layer refuses the
+ * session's first write: no byte leaves). Takes and drops locks; may wait
+ * in @key's limiter queue like a blocking connect.
+ */
+bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len);
+
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 				    size_t len, const struct iovec *iov,
 				    int iovcnt);

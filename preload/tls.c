@@ -38,10 +38,13 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "admit.h"
 #include "call.h"
@@ -58,6 +61,7 @@
 #define KEY_TOMB 1	  /* a removed entry: reusable, probed past */
 #define FD_NONE (-1)	  /* not tied (yet) */
 #define FD_PASS (-2)	  /* tied to nothing: the TLS layer stands aside */
+#define FD_REFUSE (-3)	  /* its SNI name's key refused it (ADR-446) */
 
 struct slot {
 	_Atomic uintptr_t key; /* session pointer, 0 (never used), KEY_TOMB */
@@ -188,10 +192,6 @@ bool rx__tls_aside(void)
 	       rx__reentered() || !rx__ready();
 }
 
-int rx__tls_refusal(void)
-{
-	return rx__refusal_errno();
-}
 
 /* The record of @fd when it is one the shim tracks, else NULL. */
 static struct rx_fd *tracked(int fd)
@@ -292,6 +292,13 @@ enum rx_tls_step rx__tls_begin(struct rx_tls_call *c, void *s,
 	fd = lookup(s);
 	if (fd == FD_PASS)
 		return RX_TLS_PASS;
+	if (fd == FD_REFUSE) {
+		if (dir != RX_TLS_WRITE)
+			return RX_TLS_PASS;
+		c->refusal = ECONNREFUSED;
+		c->step = RX_TLS_REFUSE;
+		return RX_TLS_REFUSE;
+	}
 	if (fd < 0) {
 		/* Not tied yet: the library may say, else watch. */
 		fd = lib->fd_of(s);
@@ -306,8 +313,10 @@ enum rx_tls_step rx__tls_begin(struct rx_tls_call *c, void *s,
 	rx__proto_set_layer(&e->proto, RX_PROTO_LAYER_TLS);
 	c->fd = fd;
 	d = plain_begin(c, fd, len);
-	if (d == RX_OP_REFUSE)
+	if (d == RX_OP_REFUSE) {
+		c->refusal = rx__refusal_errno();
 		c->step = RX_TLS_REFUSE;
+	}
 	else if (d == RX_OP_TRACK)
 		c->step = RX_TLS_TRACK;
 	return (enum rx_tls_step)c->step;
@@ -327,6 +336,46 @@ enum rx_tls_step rx__tls_handshake(struct rx_tls_call *c, void *s,
 	c->dir = RX_TLS_READ;
 	c->handshake = true;
 	return watch(c);
+}
+
+/*
+ * RESILIX_KEY=host: the session's SNI name, with the port it connected
+ * to, keys the connection's request from now on (ADR-446). false: that
+ * key refused it.
+ */
+static bool sni_key(struct rx_tls_call *c, int fd, struct rx_fd *e)
+{
+	char key[RX_KEY_MAX + 1];
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned port;
+	size_t n;
+
+	if (!rx__cfg.key_host)
+		return true;
+	n = c->lib->sni(c->session, key, sizeof(key) - 7);
+	if (n == 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return true;
+	if (ss.ss_family == AF_INET)
+		port = ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port);
+	else if (ss.ss_family == AF_INET6)
+		port = ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+	else
+		return true;
+	key[n++] = ':';
+	{
+		char digits[5];
+		int d = 0;
+
+		do {
+			digits[d++] = (char)('0' + port % 10);
+			port /= 10;
+		} while (port);
+		while (d)
+			key[n++] = digits[--d];
+	}
+	key[n] = '\0';
+	return rx__call_rekey(fd, e, key, n);
 }
 
 /*
@@ -356,6 +405,10 @@ static void watched(struct rx_tls_call *c, ssize_t n, int err)
 	if (c->lib->h2(c->session)) {
 		(void)tie(c->session, FD_PASS);
 		end_record(fd, 0);
+		return;
+	}
+	if (!sni_key(c, fd, e)) {
+		(void)tie(c->session, FD_REFUSE);
 		return;
 	}
 	if (c->handshake) {

@@ -44,7 +44,7 @@ enum rx_tls_step {
 	RX_TLS_WATCH_IO, /* call it, then rx__tls_end: its socket I/O is
 			    watched to tie the session */
 	RX_TLS_REFUSE	 /* refused: fail as the library would on a
-			    refused socket write, errno rx__tls_refusal */
+			    refused socket write, errno c->refusal */
 };
 
 /* One interposed call in progress, on the caller's stack. */
@@ -54,6 +54,7 @@ struct rx_tls_call {
 	const struct rx_tls_lib *lib;
 	const void *buf;
 	int fd;
+	int refusal;  /* RX_TLS_REFUSE: the errno to fail with */
 	uint8_t dir;  /* enum rx_tls_dir */
 	uint8_t step; /* enum rx_tls_step */
 	bool handshake;
@@ -92,10 +93,6 @@ enum rx_tls_step rx__tls_handshake(struct rx_tls_call *c, void *session,
  */
 #define RX_TLS_ANSWERED (-1)
 void rx__tls_end(struct rx_tls_call *c, ssize_t n, int err);
-
-/* rx__tls_refusal - the errno of the refusal rx__tls_begin just returned
- * on this thread (ECONNREFUSED, or EINTR: admit.h). Once per refusal. */
-int rx__tls_refusal(void);
 
 /* rx__tls_forget - @session is freed or reset (SSL_free, SSL_clear,
  * gnutls_deinit): forget its tie. O(1) but for tombstones. */

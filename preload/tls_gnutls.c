@@ -226,7 +226,7 @@ RX_EXPORT ssize_t gnutls_record_send(void *s, const void *data, size_t len)
 	case RX_TLS_PASS:
 		return real.send(s, data, len);
 	case RX_TLS_REFUSE:
-		errno = rx__tls_refusal();
+		errno = c.refusal;
 		return errno == EINTR ? GNUTLS_E_INTERRUPTED
 				      : GNUTLS_E_PUSH_ERROR;
 	default:

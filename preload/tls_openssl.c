@@ -244,10 +244,10 @@ static int outcome(void *s, int ret, ssize_t *n, bool handshake)
 }
 
 /* A refused write: -1, the refusal's errno, SSL_ERROR_SYSCALL. */
-static int refuse(void *s)
+static int refuse(void *s, const struct rx_tls_call *c)
 {
 	refused = s;
-	errno = rx__tls_refusal();
+	errno = c->refusal;
 	return -1;
 }
 
@@ -281,7 +281,7 @@ RX_EXPORT int SSL_write(void *s, const void *buf, int num)
 	case RX_TLS_PASS:
 		return real.write(s, buf, num);
 	case RX_TLS_REFUSE:
-		return refuse(s);
+		return refuse(s, &c);
 	default:
 		break;
 	}
@@ -311,7 +311,7 @@ RX_EXPORT int SSL_write_ex(void *s, const void *buf, size_t num,
 	case RX_TLS_REFUSE:
 		if (written)
 			*written = 0;
-		(void)refuse(s);
+		(void)refuse(s, &c);
 		return 0;
 	default:
 		break;

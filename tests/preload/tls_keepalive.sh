@@ -8,7 +8,8 @@
 # exception a failed socket write raises in this python (ssl.SSLEOFError:
 # its SSL_write_ex path reports any socket error so), checked against a
 # real one - a write after the server reset the connection - and its next
-# connection is refused at connect (ConnectionRefusedError).
+# connection is refused at connect (ConnectionRefusedError). With
+# RESILIX_KEY=host the session's SNI name keys its requests.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 . "$(dirname "$0")/tls_lib.sh"
@@ -62,6 +63,25 @@ if rx_tls_client_ok; then
 		"4 error SSL_write ret=-1 ssl_error=5 errno=ECONNREFUSED sent=0" \
 		"$(sed -n 5p "$out")"
 	rx_upstream_stop cslow
+
+	# RESILIX_KEY=host: the SNI name keys the requests (ADR-446). Once
+	# the name's breaker is open, a new connection (its connect keyed by
+	# the address, which is healthy) has its first write refused.
+	rx_tls_up csni --default 500
+	out=$RX_TMP/csni.out err=$RX_TMP/csni.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" RESILIX_KEY=host "$TLS_CLIENT" --port "$RX_PORT" \
+		--sni svc.test --new --requests 8 >"$out" 2>"$err"
+	rx_assert_eq "SNI key: requests upstream" 5 "$(rx_count csni)"
+	rx_assert_eq "SNI key: the 500s settled under the name" 5 \
+		"$(grep 'event=settle verdict=transient' "$err" | grep -c "key=svc.test:$RX_PORT ")"
+	rx_assert_eq "SNI key: transitions of the name" "closed>open" \
+		"$(grep "key=svc.test:$RX_PORT " "$err" | rx_transitions /dev/stdin)"
+	rx_assert_eq "SNI key: the address never opened" 0 \
+		"$(grep "key=127.0.0.1:$RX_PORT " "$err" | grep -c 'to=open')"
+	rx_assert_eq "SNI key: later first writes refused, no byte sent" 3 \
+		"$(grep -c '^[0-9] error SSL_write ret=-1 ssl_error=5 errno=ECONNREFUSED sent=0$' "$out")"
+	rx_upstream_stop csni
 	ran="$ran tls_client"
 fi
 
