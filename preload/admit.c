@@ -26,6 +26,15 @@
  * its caller waits; a close of the fd meanwhile releases that pin, and
  * the registry keeps a key with waiters anyway. Limit changes are logged
  * at info, at most one line per key per LIMIT_LOG_NS (ADR-138).
+ *
+ * Waiting for a token or a bulkhead slot (ADR-464). Where the rate
+ * limiter or the bulkhead would queue a call, a blocking caller waits the
+ * same way, bounded the same way, but holds no place: it sleeps until the
+ * next token (or a settlement on the key, for a slot) and asks the whole
+ * guard again, so a paced caller holds nothing while it waits. A token
+ * that comes after the caller's deadline refuses it at once, with its
+ * retry-after. A non-blocking caller is refused (rate-limited or
+ * bulkhead-full) where it would wait.
  */
 #include "config.h"
 
@@ -250,11 +259,18 @@ static RX_TLS struct {
 /* End this thread's place at @g (@refused: counted as a limiter-full
  * refusal). The caller holds @g's lock @l; forgetting the place under it
  * keeps rx__jumped from ending it a second time. Then wake the queue. */
+/* The place of a caller waiting for a token or a bulkhead slot, which
+ * holds no place in the limiter's queue. */
+#define PLACE_NONE UINT64_MAX
+
 static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
 			     uint64_t place, bool refused)
 {
 	waiting.g = NULL;
-	rx_guard_cancel_wait(g, place, refused);
+	if (place == PLACE_NONE)
+		rx_guard_wait_end(g, RX_REASON_NONE);
+	else
+		rx_guard_cancel_wait(g, place, refused);
 	rx__unlock(l);
 	wake_waiters(key_wait_of(g));
 }
@@ -309,9 +325,14 @@ static uint64_t send_timeout_ns(int fd)
 	       (uint64_t)tv.tv_usec * 1000;
 }
 
+/* The last refusal on this thread, for the curl layer's error message
+ * (rx__key_admit). */
+static RX_TLS struct rx_refusal last_refusal;
+
 static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
 			const char *where, uint64_t waited_ns)
 {
+	last_refusal = *why;
 	rx__log(RX_LOG_DEBUG,
 		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s "
 		"waited_ms=%llu",
@@ -328,26 +349,34 @@ static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
  * held while sleeping; rx__inside stays set, so a signal handler's I/O on
  * this thread passes through.
  */
+/* The latest a caller starting to wait at @start on @fd may wait until:
+ * RESILIX_QUEUE_TIMEOUT_MS, or a deadline for the call
+ * (RESILIX_TIMEOUT_MS) when shorter, since it covers the wait, or the
+ * program's own (SO_SNDTIMEO, ADR-223). */
+static uint64_t wait_deadline(uint64_t start, int fd)
+{
+	uint64_t bound_ms = rx__cfg.queue_timeout_ms;
+	uint64_t own_ns = send_timeout_ns(fd);
+	uint64_t deadline;
+
+	if (rx__cfg.timeout_ms > 0 && rx__cfg.timeout_ms < bound_ms)
+		bound_ms = rx__cfg.timeout_ms;
+	deadline = start + bound_ms * RX_NS_PER_MS;
+	if (own_ns > 0 && start + own_ns < deadline)
+		deadline = start + own_ns;
+	return deadline;
+}
+
 static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
-		      struct rx_gate_permit *permit, const char *where, int fd)
+		      struct rx_gate_permit *permit, const char *where, int fd,
+		      uint64_t deadline)
 {
 	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true};
 	struct rx_refusal why = {RX_REASON_LIMITER_FULL, 0};
 	struct key_wait *kw = key_wait_of(g);
 	struct rx_lock *l = guard_lock(g);
 	uint64_t start = *now;
-	uint64_t bound_ms = rx__cfg.queue_timeout_ms;
-	uint64_t own_ns = send_timeout_ns(fd);
-	uint64_t deadline;
 	enum rx_decision d;
-
-	/* A deadline for the call (RESILIX_TIMEOUT_MS) covers its wait, and
-	 * so does the program's own (SO_SNDTIMEO, ADR-223). */
-	if (rx__cfg.timeout_ms > 0 && rx__cfg.timeout_ms < bound_ms)
-		bound_ms = rx__cfg.timeout_ms;
-	deadline = start + bound_ms * RX_NS_PER_MS;
-	if (own_ns > 0 && start + own_ns < deadline)
-		deadline = start + own_ns;
 
 	/* Every end of the place below clears this under the guard's lock,
 	 * and rx__jumped only tries that lock: a place ends once. */
@@ -422,6 +451,92 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 	return false;
 }
 
+
+/*
+ * Wait for a token or a bulkhead slot (ADR-464): @why says which the
+ * guard lacked (rate-limited, bulkhead-full); the caller registered the
+ * wait (rx_guard_wait_begin) under the lock hold that decided it. Sleep
+ * until the next token or a settlement on the key, then ask the whole
+ * guard again; the limiter may then queue the call (its wait follows,
+ * with what is left of the deadline). Returns as wait_turn does.
+ */
+static bool wait_again(struct rx_guard *g, uint64_t *now,
+		       struct rx_gate_permit *permit, const char *where,
+		       int fd, struct rx_refusal *why)
+{
+	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true};
+	struct key_wait *kw = key_wait_of(g);
+	struct rx_lock *l = guard_lock(g);
+	uint64_t start = *now, deadline = wait_deadline(*now, fd);
+	uint64_t place = 0, wake;
+	enum rx_decision d;
+
+	waiting.place = PLACE_NONE;
+	waiting.g = g;
+	for (;;) {
+		uint32_t seq =
+		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
+
+		rx__lock(l);
+		wake = *now + WAIT_SLICE_MS * RX_NS_PER_MS;
+		if (why->reason == RX_REASON_RATE_LIMITED)
+			wake = rx_guard_next_token_ns(g, *now);
+		else if (wake > deadline)
+			wake = deadline;
+		if (wake > deadline || *now >= deadline) {
+			/* The token comes too late, or the slot did not come
+			 * in time: refused, with what the guard said. */
+			waiting.g = NULL;
+			rx_guard_wait_end(g, why->reason);
+			rx__unlock(l);
+			break;
+		}
+		rx__unlock(l);
+		if (wake > *now &&
+		    !wait_for_wake(kw, seq,
+				   wake - *now < WAIT_SLICE_MS * RX_NS_PER_MS
+				       ? wake - *now
+				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
+		    fd >= 0 && interrupt_wanted()) {
+			rx__lock(l);
+			end_place_locked(g, l, PLACE_NONE, false);
+			refusal_errno =
+			    strcmp(where, "connect") == 0 ? ECONNREFUSED : EINTR;
+			*now = rx__now_ns();
+			return false;
+		}
+		*now = rx__now_ns();
+		ctx.now_ns = *now;
+		rx__lock(l);
+		d = rx_guard_admit(g, &ctx, permit, why);
+		if (d == RX_QUEUE && why->reason == RX_REASON_LIMITER_FULL &&
+		    rx_guard_enqueue(g, *now, &place) != RX_OK)
+			d = RX_REFUSE;
+		if (d != RX_QUEUE || why->reason == RX_REASON_LIMITER_FULL) {
+			waiting.g = NULL;
+			rx_guard_wait_end(g, RX_REASON_NONE);
+		}
+		rx__unlock(l);
+		if (d == RX_ADMIT) {
+			rx__log(RX_LOG_DEBUG,
+				"key=%s event=admitted-after-wait "
+				"waited_ms=%llu at=%s",
+				key_of(g),
+				(unsigned long long)((*now - start) /
+						     RX_NS_PER_MS),
+				where);
+			return true;
+		}
+		if (d == RX_REFUSE)
+			break;
+		if (why->reason == RX_REASON_LIMITER_FULL)
+			return wait_turn(g, place, now, permit, where, fd,
+					 deadline);
+	}
+	log_refused(g, why, where, *now - start);
+	return false;
+}
+
 /*
  * Ask @g whether a call may start at *@now on @fd. @dontwait: the caller
  * asked not to block (MSG_DONTWAIT). Returns true with @permit filled and
@@ -462,11 +577,18 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		    (fd < 0 || rx__fd_blocking(fd)); /* fd < 0: curl.c */
 		rx__lock(l);
 		d = rx_guard_admit(g, &ctx, permit, &why);
-		if (d == RX_QUEUE && rx_guard_enqueue(g, *now, &place) != RX_OK)
+		if (d == RX_QUEUE && why.reason != RX_REASON_LIMITER_FULL)
+			rx_guard_wait_begin(g); /* a token, a slot (ADR-464) */
+		else if (d == RX_QUEUE &&
+			 rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
 		rx__unlock(l);
 		if (d == RX_QUEUE) {
-			bool ok = wait_turn(g, place, now, permit, where, fd);
+			bool ok = why.reason == RX_REASON_LIMITER_FULL
+				      ? wait_turn(g, place, now, permit, where,
+						  fd, wait_deadline(*now, fd))
+				      : wait_again(g, now, permit, where, fd,
+						   &why);
 
 			errno = saved;
 			return ok;
@@ -481,6 +603,15 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	if (rx__metrics_on)
 		rx__metrics_tick(*now, false);
 	return false;
+}
+
+void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
+{
+	struct rx_lock *l = guard_lock(g);
+
+	rx__lock(l);
+	rx_guard_count_refusal(g, reason);
+	rx__unlock(l);
 }
 
 /*
@@ -642,29 +773,14 @@ bool rx__key_admit(struct rx_guard *g, uint64_t now,
 		   struct rx_gate_permit *permit, struct rx_refusal *why,
 		   const char *where)
 {
-	struct rx_breaker_stats st;
-	struct rx_lock *l;
-
 	/* No fd: curl_easy_perform blocks, so it may wait in the limiter's
 	 * queue like a blocking socket (ADR-136, ADR-152). */
+	last_refusal.reason = RX_REASON_NONE;
+	last_refusal.retry_after_ms = 0;
 	if (rx__admit(g, &now, permit, where, -1, false))
 		return true;
-	/* Why, for the program's error message: read back from the
-	 * breaker rather than threaded through admit. */
-	why->reason = RX_REASON_NONE;
-	why->retry_after_ms = 0;
-	if (!rx__cfg.guard.breaker_on)
-		return false;
-	l = guard_lock(g);
-	rx__lock(l);
-	rx_breaker_stats(&g->breaker, now, &st);
-	rx__unlock(l);
-	if (st.state == RX_BREAKER_OPEN) {
-		why->reason = RX_REASON_CIRCUIT_OPEN;
-		why->retry_after_ms = st.open_remaining_ms;
-	} else if (st.state == RX_BREAKER_HALF_OPEN) {
-		why->reason = RX_REASON_HALF_OPEN_BUSY;
-	}
+	/* Why, for the program's error message: the refusal just logged. */
+	*why = last_refusal;
 	return false;
 }
 

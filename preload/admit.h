@@ -104,6 +104,10 @@ bool rx__key_admit(struct rx_guard *g, uint64_t now,
  */
 void rx__jumped(void);
 
+/* rx__key_count_refusal - count a refusal of @g by @reason that no policy
+ * of the guard made (a retry the budget refused), for the metrics. */
+void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason);
+
 /* ---- settlement ------------------------------------------------------ */
 
 /*

@@ -4,10 +4,11 @@
  * Design. One table lists every variable this version understands, with
  * its syntax, its accepted range in words (the text the error message
  * quotes) and the field it sets. The parser walks the environment array
- * once, in order: a RESILIX_* name found in the table is parsed and
- * range-checked; one found in the list of names the design reserves for
- * later policies is reported as not supported yet; any other RESILIX_*
- * name is reported as unknown. Checks that combine variables (min calls
+ * once, in order: a RESILIX_* name found in the table (or in
+ * config_policy.c's, for the bulkhead, rate limiter, throttler and
+ * retry) is parsed and range-checked; one found in the list of names
+ * the design reserves for later features is reported as not supported
+ * yet; any other RESILIX_* name is reported as unknown. Checks that combine variables (min calls
  * against the window size) and the core's own rx_guard_config_check run
  * last, so a value is never accepted here that the core would refuse.
  *
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config_policy.h"
 #include "resilix/error.h"
 #include "shim_config.h"
 
@@ -160,9 +162,11 @@ static const struct var vars[] = {
  */
 /* clang-format off */
 static const char *const reserved[] = {
-	"RESILIX_BULKHEAD",
-	"RESILIX_RATE",
-	"RESILIX_THROTTLE_K",
+	"RESILIX_CRITICALITY",
+	"RESILIX_TENANT",
+	"RESILIX_SHARED",
+	"RESILIX_HEDGE",
+	"RESILIX_HEDGE_DELAY_MS",
 };
 
 /*
@@ -215,6 +219,7 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
+	rx__pconfig_default(cfg);
 	/* Ours (ADR-136): long enough to ride out a burst at a limit found
 	 * by the limiter (tens of round trips of a typical HTTP upstream),
 	 * short enough that a caller stuck behind a collapsed upstream hears
@@ -331,8 +336,14 @@ static void emit(rx_config_report_fn report, void *arg,
 	report(arg, kind, cname, clean);
 }
 
-static void report_invalid(rx_config_report_fn report, void *arg,
-			   const struct var *var, const char *value)
+static void report_twice(const char *name, rx_config_report_fn report,
+			 void *arg);
+static void report_empty(const char *name, rx_config_report_fn report,
+			 void *arg);
+
+static void report_bad(rx_config_report_fn report, void *arg,
+		       const char *name, const char *accepted,
+		       const char *value)
 {
 	char q[80], msg[320];
 
@@ -340,8 +351,36 @@ static void report_invalid(rx_config_report_fn report, void *arg,
 		return;
 	quote(q, sizeof(q), value);
 	snprintf(msg, sizeof(msg), "%s=\"%s\" is not valid (accepted: %s)",
-		 var->name, q, var->accepted);
-	emit(report, arg, RX_CONFIG_ERROR, var->name, msg);
+		 name, q, accepted);
+	emit(report, arg, RX_CONFIG_ERROR, name, msg);
+}
+
+static void report_invalid(rx_config_report_fn report, void *arg,
+			   const struct var *var, const char *value)
+{
+	report_bad(report, arg, var->name, var->accepted, value);
+}
+
+/* A variable of config_policy.c's table (ADR-463): the first occurrence
+ * counts, empty is unset. Returns the number of errors (0 or 1). */
+static int parse_pvar(struct rx_config *cfg, bool *pseen, size_t k,
+		      const char *value, rx_config_report_fn report, void *arg)
+{
+	const struct rx__pvar *pv = rx__pvar(k);
+
+	if (pseen[k]) {
+		report_twice(pv->name, report, arg);
+		return 0;
+	}
+	pseen[k] = true;
+	if (value[0] == '\0') {
+		report_empty(pv->name, report, arg);
+		return 0;
+	}
+	if (rx__pvar_parse(cfg, k, value))
+		return 0;
+	report_bad(report, arg, pv->name, pv->accepted, value);
+	return 1;
 }
 
 static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
@@ -396,6 +435,8 @@ static void set_uint(struct rx_config *cfg, enum field f, uint64_t v)
 		break;
 	case F_TIMEOUT_MS:
 		cfg->timeout_ms = v;
+		/* A probe keeps its slot until its deadline (ADR-381). */
+		cfg->guard.breaker.call_timeout_ms = v;
 		break;
 	default:
 		break;
@@ -693,6 +734,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg)
 {
 	bool seen[F_COUNT] = {false};
+	bool pseen[RX__PVAR_COUNT] = {false};
+	char pmsg[320];
 	const char *why = NULL;
 	int errors = 0;
 	size_t i, k;
@@ -710,6 +753,13 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			var = &vars[k];
 		}
 		if (!value) {
+			for (k = 0; k < RX__PVAR_COUNT && !value; k++)
+				value = match(entry, rx__pvar(k)->name);
+			if (value) {
+				errors += parse_pvar(cfg, pseen, k - 1, value,
+						     report, arg);
+				continue;
+			}
 			if (!in_list(entry, tooling,
 				     sizeof(tooling) / sizeof(tooling[0])))
 				report_stray(entry, report, arg);
@@ -738,6 +788,13 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 	if (limiter_bounds(cfg, seen, report, arg) != 0 ||
 	    registry_size(cfg, report, arg) != 0)
 		return 1;
+	if (rx__pconfig_check(cfg, pseen, pmsg, sizeof(pmsg)) != 0) {
+		report_combined(report, arg, pmsg);
+		return 1;
+	}
+	if (rx__pconfig_orphan(cfg, pseen) && report)
+		emit(report, arg, RX_CONFIG_NOTICE, "RESILIX",
+		     rx__pconfig_orphan(cfg, pseen));
 
 	/* A min_calls above the window size is not an error: the breaker
 	 * counts it as the window size (breaker.h), so asking for a 10-call
@@ -762,17 +819,22 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 
 size_t rx_config_var_count(void)
 {
-	return NVARS;
+	return NVARS + RX__PVAR_COUNT;
 }
 
 const char *rx_config_var_name(size_t i)
 {
-	return i < NVARS ? vars[i].name : NULL;
+	if (i >= NVARS)
+		return rx__pvar(i - NVARS) ? rx__pvar(i - NVARS)->name : NULL;
+	return vars[i].name;
 }
 
 const char *rx_config_var_accepted(size_t i)
 {
-	return i < NVARS ? vars[i].accepted : NULL;
+	if (i >= NVARS)
+		return rx__pvar(i - NVARS) ? rx__pvar(i - NVARS)->accepted
+					   : NULL;
+	return vars[i].accepted;
 }
 
 /* Format a rate with up to six decimals, locale-free, without trailing
@@ -798,7 +860,9 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 	uint64_t u = 0;
 	double r = 0;
 
-	if (i >= NVARS || size == 0)
+	if (i >= NVARS)
+		return rx__pvar_value(cfg, i - NVARS, buf, size);
+	if (size == 0)
 		return false;
 	switch (vars[i].field) {
 	case F_SLOW_CALL_MS:

@@ -88,8 +88,10 @@
 #include <sys/mman.h>
 
 #include "curl_layer.h"
+#include "curl_retry.h"
 #include "admit.h"
 #include "log.h"
+#include "retry.h"
 #include "runtime.h"
 #include "symbols.h"
 
@@ -219,6 +221,7 @@ struct handle_state {
 	char custom[32];	 /* CURLOPT_CUSTOMREQUEST, truncated */
 	char default_scheme[16]; /* CURLOPT_DEFAULT_PROTOCOL */
 	struct rx_curl_url url;
+	struct rx_curl_cb cb; /* callbacks and bound, for retries */
 };
 
 static struct handle_state *states; /* RX_CURL_HANDLES of them */
@@ -408,6 +411,7 @@ static void state_clear(struct handle_state *st)
 	st->errbuf = NULL;
 	st->custom[0] = '\0';
 	st->default_scheme[0] = '\0';
+	memset(&st->cb, 0, sizeof(st->cb));
 }
 
 /*
@@ -484,7 +488,7 @@ static bool interesting(int option)
 	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
 		return true;
 	default:
-		return false;
+		return rx__curl_cb_option(option);
 	}
 }
 
@@ -591,6 +595,7 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 		}
 		break;
 	default:
+		(void)rx__curl_cb_learn(&st->cb, option, l, p);
 		break;
 	}
 }
@@ -733,43 +738,18 @@ static bool filters_let_guard(const struct handle_state *st)
 	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
 }
 
-/* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
- * (ADR-155); at most RX_CURL_ERROR_SIZE bytes, NUL included. */
-static void refusal_message(char *buf, const char *key,
-			    const struct rx_refusal *why)
+static bool is_http(const struct handle_state *st)
 {
-	unsigned long long ms = (unsigned long long)why->retry_after_ms;
+	return strcmp(st->url.scheme, "http") == 0 ||
+	       strcmp(st->url.scheme, "https") == 0;
+}
 
-	switch (why->reason) {
-	case RX_REASON_CIRCUIT_OPEN:
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: circuit open for %.180s, retry in %llu ms",
-			 key, ms);
-		break;
-	case RX_REASON_HALF_OPEN_BUSY:
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: circuit half-open for %.180s, a probe is in "
-			 "flight",
-			 key);
-		break;
-	case RX_REASON_NONE:
-		/* Another policy than the breaker (the limiter, today). */
-		snprintf(buf, RX_CURL_ERROR_SIZE,
-			 "resilix: call to %.180s refused", key);
-		break;
-	default:
-		if (ms > 0)
-			snprintf(
-			    buf, RX_CURL_ERROR_SIZE,
-			    "resilix: call to %.180s refused (%s), retry in "
-			    "%llu ms",
-			    key, rx_reason_name(why->reason), ms);
-		else
-			snprintf(buf, RX_CURL_ERROR_SIZE,
-				 "resilix: call to %.180s refused (%s)", key,
-				 rx_reason_name(why->reason));
-		break;
-	}
+/* Safe to repeat (RFC 9110 section 9.2.2), for retries (ADR-467). */
+static bool idempotent(const char *m)
+{
+	return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 ||
+	       strcmp(m, "OPTIONS") == 0 || strcmp(m, "PUT") == 0 ||
+	       strcmp(m, "DELETE") == 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -907,7 +887,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	char key[RX_KEY_MAX + 1];
 	struct rx_guard *g;
 	rx_curl_off_t ttfb_us = 0;
-	uint64_t start, end, slow_ns, deadline_ns, first_byte;
+	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
 	enum rx_verdict v;
 	size_t klen;
 	long status = 0;
@@ -941,7 +921,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	if (!rx__key_admit(g, start, &permit, &why, "curl")) {
 		rx__key_release(g);
 		if (st->errbuf)
-			refusal_message(st->errbuf, key, &why);
+			rx__curl_refusal_message(st->errbuf, key, &why);
 		rx__inside = 0;
 		errno = err;
 		return RX_CURLE_COULDNT_CONNECT;
@@ -950,7 +930,17 @@ RX_EXPORT int curl_easy_perform(void *h)
 	errno = err;
 
 	rx__curl_active = 1;
-	rc = real.perform(h);
+	astart = start;
+	if (rx__retry_on()) { /* inside the one admission (ADR-467) */
+		struct rx_curl_transfer t = {
+		    h, &st->cb, idempotent(method_of(st)), is_http(st), g, key,
+		    start, start, 0, real.perform, real.setopt, real.getinfo};
+
+		rc = rx__curl_retry_perform(&t);
+		astart = t.attempt_start_ns;
+	} else {
+		rc = real.perform(h);
+	}
 	rx__curl_active = 0;
 
 	err = errno;
@@ -964,8 +954,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 				 &ttfb_us) != RX_CURLE_OK)
 			ttfb_us = 0;
 	}
-	http = strcmp(st->url.scheme, "http") == 0 ||
-	       strcmp(st->url.scheme, "https") == 0;
+	http = is_http(st);
 	/* A failed transfer that ends on a 3xx while following redirects
 	 * failed on the way to the next hop: libcurl keeps the last status
 	 * it read, and the hop it was following to never answered. */
@@ -982,10 +971,10 @@ RX_EXPORT int curl_easy_perform(void *h)
 	 * http(s) transfer that failed before its final status never had
 	 * its first byte: libcurl's may be an interim 100 Continue's, or
 	 * the EOF that ended it (ADR-241). */
-	first_byte = end;
-	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - start &&
+	first_byte = end; /* of the last attempt, when it was retried */
+	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - astart &&
 	    (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)))
-		first_byte = start + (uint64_t)ttfb_us * RX_NS_PER_US;
+		first_byte = astart + (uint64_t)ttfb_us * RX_NS_PER_US;
 	/* RESILIX_TIMEOUT_MS judges, never cuts (ADR-145): an answer that
 	 * came after the deadline is a timeout, though the program has it.
 	 * What says nothing about the destination stays so. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "curl_abi.h"
+#include "resilix/policy.h"
 #include "resilix/verdict.h"
 
 /*
@@ -79,5 +80,14 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
  * Thread-safe, O(schemes).
  */
 bool rx__curl_default_port(const char *scheme, uint16_t *port);
+
+/*
+ * rx__curl_refusal_message - the one line a refused transfer leaves in the
+ * program's CURLOPT_ERRORBUFFER (ADR-155), naming @key and @why's reason
+ * (and retry-after when known): at most RX_CURL_ERROR_SIZE bytes in @buf,
+ * NUL included. Thread-safe, O(1).
+ */
+void rx__curl_refusal_message(char *buf, const char *key,
+			      const struct rx_refusal *why);
 
 #endif

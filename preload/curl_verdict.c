@@ -50,7 +50,10 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "curl_layer.h"
+#include "resilix/policy.h"
 
 bool rx__curl_final_status(long status)
 {
@@ -163,5 +166,44 @@ enum rx_verdict rx__curl_verdict(int code, long status, bool http, bool late)
 	case RX_CURLE_SSL_CONNECT_ERROR:
 	default:
 		return RX_TRANSIENT;
+	}
+}
+
+/* The one line a refused transfer leaves in CURLOPT_ERRORBUFFER
+ * (ADR-155); at most RX_CURL_ERROR_SIZE bytes, NUL included. */
+void rx__curl_refusal_message(char *buf, const char *key,
+			      const struct rx_refusal *why)
+{
+	unsigned long long ms = (unsigned long long)why->retry_after_ms;
+
+	switch (why->reason) {
+	case RX_REASON_CIRCUIT_OPEN:
+		snprintf(buf, RX_CURL_ERROR_SIZE,
+			 "resilix: circuit open for %.180s, retry in %llu ms",
+			 key, ms);
+		break;
+	case RX_REASON_HALF_OPEN_BUSY:
+		snprintf(buf, RX_CURL_ERROR_SIZE,
+			 "resilix: circuit half-open for %.180s, a probe is in "
+			 "flight",
+			 key);
+		break;
+	case RX_REASON_NONE:
+		/* A refusal whose reason was not recorded. */
+		snprintf(buf, RX_CURL_ERROR_SIZE,
+			 "resilix: call to %.180s refused", key);
+		break;
+	default:
+		if (ms > 0)
+			snprintf(
+			    buf, RX_CURL_ERROR_SIZE,
+			    "resilix: call to %.180s refused (%s), retry in "
+			    "%llu ms",
+			    key, rx_reason_name(why->reason), ms);
+		else
+			snprintf(buf, RX_CURL_ERROR_SIZE,
+				 "resilix: call to %.180s refused (%s)", key,
+				 rx_reason_name(why->reason));
+		break;
 	}
 }

@@ -31,6 +31,7 @@
 #include "jump.h"
 #include "log.h"
 #include "metrics.h"
+#include "retry.h"
 #include "runtime.h"
 #include "state.h"
 #include "symbols.h"
@@ -55,12 +56,14 @@ static void before_fork(void)
 		return;
 	rx__fdtable_lock_all();
 	rx__admit_lock_all();
+	rx__retry_lock_all();
 	fork_locked = true;
 }
 
 static void after_fork_parent(void)
 {
 	if (fork_locked) {
+		rx__retry_unlock_all();
 		rx__admit_unlock_all();
 		rx__fdtable_unlock_all();
 	}
@@ -76,6 +79,7 @@ static void after_fork_child(void)
 	/* Held or not, every lock is free in the child: a lock held by a
 	 * thread that did not come along would never be released. */
 	rx__admit_after_fork_child();
+	rx__retry_after_fork_child();
 	rx__fdtable_reset_locks();
 	rx__locks_held = 0; /* the child has only this thread, holding none */
 	rx__admit_drop_waiters();
@@ -202,6 +206,7 @@ static int init_once(void)
 	}
 	atomic_store(&rx__dns_on, rx__cfg.key_host);
 	rx__runtime_setup();
+	rx__retry_setup();
 	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) !=
 	    0) {
 		start_failed("cannot register fork handlers", RX_ENOMEM);
@@ -239,6 +244,20 @@ static int init_once(void)
 		rx__cfg.guard.limiter.max_limit,
 		rx__cfg.guard.limiter.initial_limit,
 		(unsigned long long)rx__cfg.queue_timeout_ms);
+	rx__log(RX_LOG_DEBUG,
+		"event=start-policies bulkhead=%u rate=%llu/%llums burst=%llu "
+		"throttle_k_milli=%u retry_attempts=%u retry_budget_permille=%u",
+		rx__cfg.guard.bulkhead_on ? rx__cfg.guard.bulkhead.max_in_flight
+					  : 0,
+		rx__cfg.guard.ratelimit_on
+		    ? (unsigned long long)rx__cfg.guard.ratelimit.tokens
+		    : 0ULL,
+		(unsigned long long)rx__cfg.guard.ratelimit.period_ms,
+		(unsigned long long)rx__cfg.guard.ratelimit.burst,
+		rx__cfg.guard.throttler_on
+		    ? (unsigned)(rx__cfg.guard.throttler.k * 1000 + 0.5)
+		    : 0u,
+		rx__cfg.retry.max_attempts, rx__cfg.budget.ratio_permille);
 	return RX_INIT_READY;
 }
 

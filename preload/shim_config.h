@@ -33,6 +33,7 @@
 
 #include "resilix/guard.h"
 #include "resilix/registry.h"
+#include "resilix/retry.h"
 
 #include "filter.h"
 
@@ -87,6 +88,11 @@ struct rx_config {
 	const char *state_file;	      /* RESILIX_STATE_FILE; NULL = none.
 					 Points into the environment array
 					 (ADR-170). */
+	/* Retry (config_policy.c, ADR-463); the bulkhead, rate limiter and
+	 * throttler are in @guard. */
+	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),
+					 _BASE_MS, _MAX_MS */
+	struct rx_retry_budget_config budget; /* RESILIX_RETRY_BUDGET */
 };
 
 /* What a diagnostic is. */

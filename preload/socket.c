@@ -50,6 +50,7 @@
 #include "fdtable.h"
 #include "init.h"
 #include "log.h"
+#include "retry.h"
 #include "symbols.h"
 
 /* glibc exports these reserved names without declaring them. */
@@ -77,7 +78,14 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		errno = rx__refusal_errno();
 		return -1;
 	case RX_OP_TRACK:
-		rc = rx__real_connect(fd, sa, len);
+		if (rx__retry_on()) { /* ADR-466 */
+			uint64_t start = rx__now_ns();
+
+			rc = rx__real_connect(fd, sa, len);
+			rc = rx__connect_retry(&op, fd, sa, len, rc, start);
+		} else {
+			rc = rx__real_connect(fd, sa, len);
+		}
 		rx__connect_end(&op, rc);
 		return rc;
 	case RX_OP_PASS:

@@ -18,7 +18,10 @@
  *   - Open -> half-open is lazy, on the next admit (Polly); no timers.
  *   - The first probe to settle decides (Polly: one probe, success closes,
  *     failure reopens); resilience4j instead waits for all permitted calls.
- *   - Self-heal: a probe outstanding for open_ms is presumed lost.
+ *   - Self-heal: a probe outstanding for open_ms is presumed lost - unless
+ *     the calls have a deadline: a probe then keeps its slot until it, and
+ *     is a timeout from that moment, noticed at the next admit (ADR-381),
+ *     so at most half_open_probes probes are ever at the upstream.
  *   - Late settlements are filtered by generation; RX_REJECTED releases
  *     exactly what admit reserved (ADR-007).
  * Every time goes through rx__clock, so a clock that steps back is "no
@@ -64,6 +67,7 @@ void rx_breaker_config_default(struct rx_breaker_config *cfg)
 	cfg->window_max_age_ms = 60000; /* ours: one minute of evidence */
 	cfg->open_ms = 5000;		/* Polly BreakDuration */
 	cfg->half_open_probes = 1;	/* Polly: a single probe */
+	cfg->call_timeout_ms = 0;	/* none: RESILIX_TIMEOUT_MS unset */
 }
 
 static bool rate_ok(double r)
@@ -97,6 +101,8 @@ int rx_breaker_config_check(const struct rx_breaker_config *cfg,
 	else if (cfg->half_open_probes < 1 ||
 		 cfg->half_open_probes > PROBES_MAX)
 		msg = "half_open_probes must be 1 to 1000 calls";
+	else if (cfg->call_timeout_ms > DURATION_MAX_MS)
+		msg = "call_timeout_ms must be 0 (none) to 86400000 ms";
 	if (msg == NULL)
 		return RX_OK;
 	if (why != NULL)
@@ -148,6 +154,7 @@ int rx_breaker_init(struct rx_breaker *b, const struct rx_breaker_config *cfg,
 	 * configuration never changes after init (ADR-300). */
 	b->slow_call_us = rx__sat_mul(cfg->slow_call_ms, 1000);
 	b->open_ns = rx__ms_to_ns(cfg->open_ms);
+	b->call_timeout_ns = rx__ms_to_ns(cfg->call_timeout_ms);
 	return RX_OK;
 }
 
@@ -197,10 +204,32 @@ enum rx_decision rx_breaker_admit(struct rx_breaker *b,
 	return rx__breaker_admit(b, ctx->now_ns, ticket, why);
 }
 
+static enum rx_decision admit_cold(struct rx_breaker *b, uint64_t now,
+				   struct rx_ticket *ticket,
+				   struct rx_refusal *why, int depth);
+
+/* The oldest probe's deadline passed at probe_epoch + call_timeout: a
+ * timeout, which reopens the circuit from that moment (ADR-381); then
+ * admit as the open state says at @now. */
+static enum rx_decision probe_timed_out(struct rx_breaker *b, uint64_t now,
+					struct rx_ticket *ticket,
+					struct rx_refusal *why)
+{
+	trip(b, rx__sat_add(b->probe_epoch_ns, b->call_timeout_ns));
+	return admit_cold(b, now, ticket, why, 1);
+}
+
 RX__NOINLINE enum rx_decision rx__breaker_admit_cold(struct rx_breaker *b,
 						     uint64_t now,
 						     struct rx_ticket *ticket,
 						     struct rx_refusal *why)
+{
+	return admit_cold(b, now, ticket, why, 0);
+}
+
+static enum rx_decision admit_cold(struct rx_breaker *b, uint64_t now,
+				   struct rx_ticket *ticket,
+				   struct rx_refusal *why, int depth)
 {
 	if (b->state == RX_BREAKER_OPEN) {
 		uint64_t end = open_end_ns(b);
@@ -212,13 +241,25 @@ RX__NOINLINE enum rx_decision rx__breaker_admit_cold(struct rx_breaker *b,
 		change_state(b, RX_BREAKER_HALF_OPEN);
 	}
 	if (b->state == RX_BREAKER_HALF_OPEN) {
-		/* Self-heal: a probe out for open_ms is presumed lost. A new
+		/* A probe with a deadline keeps its slot until it, and is a
+		 * timeout from then on: the first probe to settle decides,
+		 * so the circuit reopens (ADR-381). Without one, self-heal: a
+		 * probe out for open_ms is presumed lost. Either way a new
 		 * generation makes its eventual settlement count for nothing,
 		 * so it cannot free a slot that now belongs to another. */
-		if (b->probes_in_flight >= b->cfg.half_open_probes &&
-		    rx__sat_sub(now, b->probe_epoch_ns) >= b->open_ns) {
-			b->probes_in_flight = 0;
-			b->generation++;
+		uint64_t age = rx__sat_sub(now, b->probe_epoch_ns);
+		if (b->probes_in_flight >= b->cfg.half_open_probes) {
+			if (b->call_timeout_ns > 0) {
+				/* depth: a probe admitted after the reopen
+				 * is at most as old as the period; never
+				 * twice in one admit. */
+				if (age >= b->call_timeout_ns && depth == 0)
+					return probe_timed_out(b, now, ticket,
+							       why);
+			} else if (age >= b->open_ns) {
+				b->probes_in_flight = 0;
+				b->generation++;
+			}
 		}
 		if (b->probes_in_flight >= b->cfg.half_open_probes) {
 			why->reason = RX_REASON_HALF_OPEN_BUSY;

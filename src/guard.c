@@ -2,10 +2,13 @@
  * guard.c - one key's policies and telemetry (guard.h).
  *
  * A guard is a gate holding the policies its configuration turns on, in
- * this order: the breaker, then the adaptive concurrency limiter (ADR-135:
- * a circuit that is open refuses before a limiter slot or a queue place is
+ * this order (guard.h, ADR-460): the rate limiter, the breaker, the
+ * throttler, the bulkhead, the adaptive concurrency limiter (ADR-135: a
+ * circuit that is open refuses before a limiter slot or a queue place is
  * taken, and a call the limiter queues releases its breaker admission at
- * once, so a half-open probe is never held by a waiting call). Plus
+ * once, so a half-open probe is never held by a waiting call). With only
+ * the breaker and the limiter on, admit and settle call the two by name
+ * (ADR-180); any other policy on takes the general path below. Plus
  * counters a metrics writer reads: settled calls by verdict, refusals by
  * reason, slow calls, calls in flight. Only RX_REFUSE counts as a refusal:
  * a queue decision may still end in admission, and counting it would
@@ -23,12 +26,21 @@
 #include "resilix/error.h"
 #include "resilix/guard.h"
 
+/* The policies in gate order (ADR-460). */
+enum pol { P_RATE, P_BREAKER, P_THROTTLER, P_BULKHEAD, P_LIMITER, P_COUNT };
+
 void rx_guard_config_default(struct rx_guard_config *cfg)
 {
 	cfg->breaker_on = true;
 	rx_breaker_config_default(&cfg->breaker);
 	cfg->limiter_on = true;
 	rx_limiter_config_default(&cfg->limiter);
+	cfg->bulkhead_on = false;
+	rx_bulkhead_config_default(&cfg->bulkhead);
+	cfg->ratelimit_on = false;
+	rx_ratelimit_config_default(&cfg->ratelimit);
+	cfg->throttler_on = false;
+	rx_throttler_config_default(&cfg->throttler);
 }
 
 int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
@@ -44,6 +56,15 @@ int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
 	if (cfg->limiter_on &&
 	    rx_limiter_config_check(&cfg->limiter, why) != RX_OK)
 		return RX_EINVAL;
+	if (cfg->bulkhead_on &&
+	    rx_bulkhead_config_check(&cfg->bulkhead, why) != RX_OK)
+		return RX_EINVAL;
+	if (cfg->ratelimit_on &&
+	    rx_ratelimit_config_check(&cfg->ratelimit, why) != RX_OK)
+		return RX_EINVAL;
+	if (cfg->throttler_on &&
+	    rx_throttler_config_check(&cfg->throttler, why) != RX_OK)
+		return RX_EINVAL;
 	return RX_OK;
 }
 
@@ -54,11 +75,29 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		return RX_EINVAL;
 	memset(g, 0, sizeof(*g));
 	rx_gate_init(&g->gate);
+	if (cfg->ratelimit_on) {
+		if (rx_ratelimit_init(&g->ratelimit, &cfg->ratelimit) != RX_OK)
+			return RX_EINVAL;
+		rx_gate_add(&g->gate, &rx_ratelimit_ops, &g->ratelimit);
+		g->ratelimit_on = true;
+	}
 	if (cfg->breaker_on) {
 		if (rx_breaker_init(&g->breaker, &cfg->breaker, slots) != RX_OK)
 			return RX_EINVAL;
 		rx_gate_add(&g->gate, &rx_breaker_ops, &g->breaker);
 		g->breaker_on = true;
+	}
+	if (cfg->throttler_on) {
+		if (rx_throttler_init(&g->throttler, &cfg->throttler) != RX_OK)
+			return RX_EINVAL;
+		rx_gate_add(&g->gate, &rx_throttler_ops, &g->throttler);
+		g->throttler_on = true;
+	}
+	if (cfg->bulkhead_on) {
+		if (rx_bulkhead_init(&g->bulkhead, &cfg->bulkhead) != RX_OK)
+			return RX_EINVAL;
+		rx_gate_add(&g->gate, &rx_bulkhead_ops, &g->bulkhead);
+		g->bulkhead_on = true;
 	}
 	if (cfg->limiter_on) {
 		if (rx_limiter_init(&g->limiter, &cfg->limiter) != RX_OK)
@@ -66,6 +105,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		rx_gate_add(&g->gate, &rx_limiter_ops, &g->limiter);
 		g->limiter_on = true;
 	}
+	g->more = g->ratelimit_on || g->throttler_on || g->bulkhead_on;
 	/* Without a breaker the zeroed struct reads as closed, and without a
 	 * limiter it has no waiters, which is what the registry's eviction
 	 * test wants. */
@@ -163,6 +203,162 @@ static void settle_policies(struct rx_guard *g,
 		rx__limiter_settle(&g->limiter, &permit->tickets[i], obs);
 }
 
+
+/* ------------------------------------------------------------------------
+ * The general path: any policy besides the breaker and the limiter on.
+ * Tickets sit in gate order, one per policy that is on; a set of policies
+ * is a bit mask of enum pol.
+ * ---------------------------------------------------------------------- */
+
+static bool is_on(const struct rx_guard *g, enum pol p)
+{
+	switch (p) {
+	case P_RATE:
+		return g->ratelimit_on;
+	case P_BREAKER:
+		return g->breaker_on;
+	case P_THROTTLER:
+		return g->throttler_on;
+	case P_BULKHEAD:
+		return g->bulkhead_on;
+	case P_LIMITER:
+		return g->limiter_on;
+	default:
+		return false;
+	}
+}
+
+/* The permit index of policy @p: how many policies before it are on. */
+static uint32_t index_of(const struct rx_guard *g, enum pol p)
+{
+	uint32_t n = 0;
+	int q;
+
+	for (q = 0; q < (int)p; q++)
+		n += is_on(g, (enum pol)q);
+	return n;
+}
+
+static enum rx_decision admit_one(struct rx_guard *g, enum pol p,
+				  const struct rx_admit_ctx *ctx,
+				  struct rx_ticket *t, struct rx_refusal *why)
+{
+	prime(t, ctx->now_ns);
+	switch (p) {
+	case P_RATE:
+		return rx_ratelimit_admit(&g->ratelimit, ctx, t, why);
+	case P_BREAKER:
+		return rx__breaker_admit(&g->breaker, ctx->now_ns, t, why);
+	case P_THROTTLER:
+		return rx_throttler_admit(&g->throttler, ctx, t, why);
+	case P_BULKHEAD:
+		return rx_bulkhead_admit(&g->bulkhead, ctx, t, why);
+	case P_LIMITER:
+	default:
+		return rx__limiter_admit(&g->limiter, ctx, t, why);
+	}
+}
+
+static void settle_one(struct rx_guard *g, enum pol p,
+		       const struct rx_ticket *t,
+		       const struct rx_observation *obs)
+{
+	switch (p) {
+	case P_RATE:
+		rx_ratelimit_settle(&g->ratelimit, t, obs);
+		break;
+	case P_BREAKER:
+		rx__breaker_settle(&g->breaker, t, obs);
+		break;
+	case P_THROTTLER:
+		rx_throttler_settle(&g->throttler, t, obs);
+		break;
+	case P_BULKHEAD:
+		rx_bulkhead_settle(&g->bulkhead, t, obs);
+		break;
+	case P_LIMITER:
+	default:
+		rx__limiter_settle(&g->limiter, t, obs);
+		break;
+	}
+}
+
+/* Release the admissions of @mask at @now_ns, latest first (ADR-007). */
+static void release_mask(struct rx_guard *g, struct rx_gate_permit *permit,
+			 unsigned mask, uint64_t now_ns)
+{
+	struct rx_observation rel = {RX_REJECTED, 0, now_ns};
+	int p;
+
+	for (p = P_COUNT - 1; p >= 0; p--)
+		if (mask & (1u << p))
+			settle_one(g, (enum pol)p,
+				   &permit->tickets[index_of(g, (enum pol)p)],
+				   &rel);
+}
+
+/* Admit, in gate order, the policies of @want that are on; the first that
+ * does not admit stops the run and the ones before it are released. On
+ * RX_ADMIT, *@got holds what was admitted. */
+static enum rx_decision admit_mask(struct rx_guard *g, unsigned want,
+				   const struct rx_admit_ctx *ctx,
+				   struct rx_gate_permit *permit,
+				   struct rx_refusal *why, unsigned *got)
+{
+	uint32_t n = 0;
+	int p;
+
+	*got = 0;
+	for (p = 0; p < P_COUNT; p++) {
+		enum rx_decision d;
+
+		if (!is_on(g, (enum pol)p))
+			continue;
+		if (want & (1u << p)) {
+			d = admit_one(g, (enum pol)p, ctx, &permit->tickets[n],
+				      why);
+			if (d != RX_ADMIT) {
+				release_mask(g, permit, *got, ctx->now_ns);
+				*got = 0;
+				return d;
+			}
+			*got |= 1u << p;
+		}
+		n++;
+	}
+	return RX_ADMIT;
+}
+
+static RX__NOINLINE enum rx_decision
+admit_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+	      struct rx_gate_permit *permit, struct rx_refusal *why)
+{
+	unsigned got;
+	enum rx_decision d;
+
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	permit->count = 0;
+	d = admit_mask(g, (1u << P_COUNT) - 1, ctx, permit, why, &got);
+	if (d == RX_ADMIT)
+		permit->count = g->gate.count;
+	return d;
+}
+
+static RX__NOINLINE void settle_general(struct rx_guard *g,
+					const struct rx_gate_permit *permit,
+					const struct rx_observation *obs)
+{
+	uint32_t n = permit->count < g->gate.count ? permit->count
+						   : g->gate.count;
+	uint32_t i = 0;
+	int p;
+
+	for (p = 0; p < P_COUNT && i < n; p++)
+		if (is_on(g, (enum pol)p))
+			settle_one(g, (enum pol)p, &permit->tickets[i++], obs);
+}
+
 enum rx_decision rx_guard_admit(struct rx_guard *g,
 				const struct rx_admit_ctx *ctx,
 				struct rx_gate_permit *permit,
@@ -170,7 +366,9 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 {
 	if (ctx->now_ns > g->last_used_ns)
 		g->last_used_ns = ctx->now_ns;
-	enum rx_decision d = admit_policies(g, ctx, permit, why);
+	enum rx_decision d = RX__UNLIKELY(g->more)
+				 ? admit_general(g, ctx, permit, why)
+				 : admit_policies(g, ctx, permit, why);
 	if (d == RX_ADMIT) {
 		g->in_flight = rx__sat_inc32(g->in_flight);
 	} else if (d == RX_REFUSE) {
@@ -184,7 +382,10 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 {
 	if (obs->now_ns > g->last_used_ns)
 		g->last_used_ns = obs->now_ns;
-	settle_policies(g, permit, obs);
+	if (RX__UNLIKELY(g->more))
+		settle_general(g, permit, obs);
+	else
+		settle_policies(g, permit, obs);
 	g->in_flight = rx__sat_dec32(g->in_flight);
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)
@@ -209,6 +410,57 @@ int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns, uint64_t *wait_ticket)
 	return rc;
 }
 
+/*
+ * A waiter's look with other policies on (guard.h, ADR-461): the rate
+ * limiter, the breaker and the bulkhead first - deterministic, and
+ * released exactly when the turn has not come -, then the limiter's turn,
+ * then the throttler, whose draw must happen once per admission. Its
+ * refusal releases the limiter's slot too, and the place is gone.
+ */
+static RX__NOINLINE enum rx_decision
+try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+		    uint64_t wait_ticket, struct rx_gate_permit *permit,
+		    struct rx_refusal *why)
+{
+	unsigned first = (1u << P_RATE) | (1u << P_BREAKER) |
+			 (1u << P_BULKHEAD);
+	unsigned got;
+	enum rx_decision d;
+
+	why->reason = RX_REASON_NONE;
+	why->retry_after_ms = 0;
+	d = admit_mask(g, first, ctx, permit, why, &got);
+	if (d == RX_QUEUE)
+		return RX_QUEUE; /* the place is kept: no token, no slot yet */
+	if (d == RX_REFUSE) {
+		rx_limiter_cancel_wait(&g->limiter, wait_ticket);
+		count_refusal(g, why->reason);
+		return RX_REFUSE;
+	}
+	d = rx_limiter_try_dequeue(&g->limiter, wait_ticket, ctx->now_ns,
+				   &permit->tickets[index_of(g, P_LIMITER)],
+				   why);
+	if (d != RX_ADMIT) {
+		release_mask(g, permit, got, ctx->now_ns);
+		if (d == RX_REFUSE)
+			count_refusal(g, why->reason);
+		return d;
+	}
+	got |= 1u << P_LIMITER;
+	if (g->throttler_on) {
+		d = admit_one(g, P_THROTTLER, ctx,
+			      &permit->tickets[index_of(g, P_THROTTLER)], why);
+		if (d != RX_ADMIT) {
+			release_mask(g, permit, got, ctx->now_ns);
+			count_refusal(g, why->reason);
+			return RX_REFUSE;
+		}
+	}
+	permit->count = g->gate.count;
+	g->in_flight = rx__sat_inc32(g->in_flight);
+	return RX_ADMIT;
+}
+
 enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 				      const struct rx_admit_ctx *ctx,
 				      uint64_t wait_ticket,
@@ -225,6 +477,8 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 	}
 	if (ctx->now_ns > g->last_used_ns)
 		g->last_used_ns = ctx->now_ns;
+	if (g->more)
+		return try_dequeue_general(g, ctx, wait_ticket, permit, why);
 	enum rx_decision d = rx_limiter_try_dequeue(&g->limiter, wait_ticket,
 						    ctx->now_ns, &t, why);
 	if (d == RX_QUEUE)
@@ -252,8 +506,32 @@ void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
 		count_refusal(g, RX_REASON_LIMITER_FULL);
 }
 
+void rx_guard_wait_begin(struct rx_guard *g)
+{
+	g->waiting = rx__sat_inc32(g->waiting);
+}
+
+void rx_guard_wait_end(struct rx_guard *g, enum rx_reason refused)
+{
+	g->waiting = rx__sat_dec32(g->waiting);
+	if (refused != RX_REASON_NONE)
+		count_refusal(g, refused);
+}
+
+void rx_guard_count_refusal(struct rx_guard *g, enum rx_reason reason)
+{
+	count_refusal(g, reason);
+}
+
+uint64_t rx_guard_next_token_ns(const struct rx_guard *g, uint64_t now_ns)
+{
+	return g->ratelimit_on ? rx_ratelimit_next_ns(&g->ratelimit, now_ns)
+			       : now_ns;
+}
+
 void rx_guard_drop_waiters(struct rx_guard *g)
 {
+	g->waiting = 0;
 	/* Giving up the newest place removes it exactly (limiter.h), so the
 	 * queue empties from the back without per-place storage. */
 	while (g->limiter_on && g->limiter.queued > 0)

@@ -24,6 +24,7 @@
 enum rx_decision rx__limiter_admit_over(struct rx_limiter *l,
 					const struct rx_admit_ctx *ctx,
 					uint64_t limit, uint64_t backlog,
+					struct rx_ticket *ticket,
 					struct rx_refusal *why);
 
 /* The first evidence after stale_ms: relax a clamped limit and start a
@@ -57,16 +58,41 @@ static inline uint32_t rx__limiter_effective_limit(const struct rx_limiter *l,
 	return limit;
 }
 
-/* The calls that may be in flight: L, or half of it (not below
- * min_limit) while a probe drains the upstream's queue. */
+/* The unit of the bands at @now_ns: L, or max_limit while learning (no
+ * evidence yet that the upstream queues, ADR-210, ADR-380: only the
+ * maximum binds). */
+static inline uint32_t rx__limiter_band_limit(const struct rx_limiter *l,
+					      uint64_t now_ns)
+{
+	return l->learning ? l->cfg.max_limit
+			   : rx__limiter_effective_limit(l, now_ns);
+}
+
+/* The calls a probe lets in flight: half the limit it drains from, or
+ * while learning half the concurrency the program ran before it (the
+ * limit may be well above that), not below min_limit. */
+static inline uint32_t rx__limiter_probe_slots(const struct rx_limiter *l)
+{
+	uint32_t from = (uint32_t)l->limit;
+
+	if (l->learning && l->probe_ref_peak < from)
+		from = l->probe_ref_peak;
+	uint32_t half = from / 2;
+
+	return half > l->cfg.min_limit ? half : l->cfg.min_limit;
+}
+
+/* The calls that may be in flight with bands of @limit: all of them, or
+ * the probe's slots while a probe drains the upstream's queue. */
 static inline uint32_t rx__limiter_slot_limit(const struct rx_limiter *l,
 					      uint32_t limit)
 {
-	uint32_t half = limit / 2;
+	uint32_t probe;
 
 	if (!l->probing)
 		return limit;
-	return half > l->cfg.min_limit ? half : l->cfg.min_limit;
+	probe = rx__limiter_probe_slots(l);
+	return probe < limit ? probe : limit;
 }
 
 /* Admit one call: the only write admit makes. */
@@ -85,19 +111,19 @@ static RX__INLINE enum rx_decision
 rx__limiter_admit(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
 		  struct rx_ticket *ticket, struct rx_refusal *why)
 {
-	/* No evidence yet that the upstream queues (ADR-210): a limit of 20
-	 * invented before the first window closed would shed a healthy
-	 * program's first burst. Until then only the maximum binds. */
-	uint64_t limit = l->learning
-			     ? l->cfg.max_limit
-			     : rx__limiter_effective_limit(l, ctx->now_ns);
+	/* No evidence yet that the upstream queues (ADR-210, ADR-380): a
+	 * limit enforced then would shed a healthy program's calls, whether
+	 * invented before the first window closed or read from latency that
+	 * this busy host added. Until then only the maximum binds. */
+	uint64_t limit = rx__limiter_band_limit(l, ctx->now_ns);
 	uint64_t slots = rx__limiter_slot_limit(l, (uint32_t)limit);
 	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
 
 	/* Free slots beyond those the waiters will claim: newcomers do not
 	 * overtake the queue. */
 	if (RX__UNLIKELY(backlog >= slots))
-		return rx__limiter_admit_over(l, ctx, limit, backlog, why);
+		return rx__limiter_admit_over(l, ctx, limit, backlog, ticket,
+					      why);
 	rx__limiter_take_slot(l, ctx->now_ns, ticket);
 	return RX_ADMIT;
 }
@@ -124,9 +150,11 @@ static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 		return;
 	}
 
-	/* A probe measures only the calls it admitted: the others saw the
-	 * queue it is draining. */
-	if (l->probing && ticket->start_ns < l->probe_start_ns)
+	/* A probe measures only the calls it admitted within its slots: the
+	 * others saw the queue it is draining, or (learning, a caller that
+	 * could not wait) were let past it. */
+	if (l->probing && (ticket->start_ns < l->probe_start_ns ||
+			   ticket->flags > rx__limiter_probe_slots(l)))
 		return;
 	if (!l->window_open) {
 		l->window_open = true;

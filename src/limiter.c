@@ -114,6 +114,7 @@ void rx_limiter_config_default(struct rx_limiter_config *cfg)
 	cfg->gradient2_smoothing = 0.2;
 	cfg->gradient2_queue_size = 4;
 	cfg->learn_first = true;
+	cfg->queue_floor_ms = 20;
 }
 
 /* Fail with a static sentence. */
@@ -170,6 +171,8 @@ int rx_limiter_config_check(const struct rx_limiter_config *cfg,
 		return invalid(why, "gradient2_smoothing must be in (0, 1]");
 	if (cfg->gradient2_queue_size > 1000)
 		return invalid(why, "gradient2_queue_size must be in 0..1000");
+	if (cfg->queue_floor_ms > 3600000)
+		return invalid(why, "queue_floor_ms must be in 0..3600000 ms");
 	return RX_OK;
 }
 
@@ -207,6 +210,7 @@ static void window_reset(struct rx_limiter *l)
 	l->window_peak = 0;
 	l->window_open = false;
 	l->window_drop = false;
+	l->window_bound = false;
 }
 
 int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
@@ -224,6 +228,7 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 	l->stale_ns = rx__ms_to_ns(cfg->stale_ms);
 	l->window_min_ns = rx__ms_to_ns(cfg->window_min_ms);
 	l->window_max_ns = rx__ms_to_ns(cfg->window_max_ms);
+	l->queue_floor_us = (double)cfg->queue_floor_ms * 1000.0;
 	window_reset(l);
 	return RX_OK;
 }
@@ -246,8 +251,17 @@ enum rx_decision rx_limiter_admit(struct rx_limiter *l,
 
 RX__NOINLINE enum rx_decision
 rx__limiter_admit_over(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
-		       uint64_t limit, uint64_t backlog, struct rx_refusal *why)
+		       uint64_t limit, uint64_t backlog,
+		       struct rx_ticket *ticket, struct rx_refusal *why)
 {
+	/* Learning, only a probe holds calls back, and only those that can
+	 * wait for it: a probe on a healthy upstream refuses nobody
+	 * (ADR-380). The call is not one of the probe's samples. */
+	if (l->learning && !ctx->can_wait && backlog < limit) {
+		rx__limiter_take_slot(l, ctx->now_ns, ticket);
+		return RX_ADMIT;
+	}
+	l->window_bound = true;
 	refuse(why);
 	if (!ctx->can_wait) {
 		l->shed_nonblocking = rx__sat_add(l->shed_nonblocking, 1);
@@ -449,8 +463,83 @@ static double gradient2_update(struct rx_limiter *l, double rtt,
 	       target * c->gradient2_smoothing;
 }
 
+/*
+ * Do no harm (ADR-380): is the window's quantile @rtt evidence that the
+ * upstream queues? Its queueing delay over the baseline must exceed both
+ * the absolute floor and (rtt_tolerance - 1) x the baseline.
+ */
+static bool queue_evidence(const struct rx_limiter *l, double rtt)
+{
+	double base = l->baseline_us;
+	double margin = (l->cfg.rtt_tolerance - 1.0) * base;
+
+	/* A queue that our calls build grows with their number: latency
+	 * that rose while the program ran no more calls than when the
+	 * baseline was measured came from elsewhere - this host, most
+	 * often, when an event loop runs a fixed number of connections. */
+	if (!(base > 0.0) ||
+	    (uint64_t)l->window_peak * 4 <= (uint64_t)l->baseline_peak * 5)
+		return false;
+	if (margin < l->queue_floor_us)
+		margin = l->queue_floor_us;
+	return rtt - base > margin;
+}
+
+/* Windows in a row with queueing evidence that end the learning period. */
+#define EVIDENCE_WINDOWS 2
+
+/*
+ * The learning period, window by window (ADR-210, ADR-380). While
+ * learning, the limit @next never falls below the window's peak in
+ * flight (every call was admitted, so that is the concurrency the program
+ * runs: the upstream answered it), and EVIDENCE_WINDOWS windows of
+ * queueing evidence in a row end the period; a drop ends it at once
+ * (rx__limiter_drop). Bound, a window in which nobody waited or was
+ * refused, with no drop and no evidence, starts it again: the limit binds
+ * nothing, and nothing says the upstream still queues. Returns the limit
+ * to bound.
+ */
+static double learn(struct rx_limiter *l, double rtt, double next)
+{
+	bool evidence = queue_evidence(l, rtt);
+
+	if (!l->learning) {
+		if (l->cfg.learn_first && !l->window_bound &&
+		    !l->window_drop && !evidence) {
+			l->learning = true;
+			l->evidence_windows = 0;
+		}
+		return next;
+	}
+	if (evidence && !l->window_drop) {
+		if (++l->evidence_windows >= EVIDENCE_WINDOWS) {
+			l->learning = false;
+			l->evidence_windows = 0;
+			l->engagements = rx__sat_add(l->engagements, 1);
+		}
+	} else {
+		l->evidence_windows = 0;
+	}
+	if ((double)l->window_peak > next)
+		next = (double)l->window_peak;
+	return next;
+}
+
+static void close_window_update(struct rx_limiter *l, uint64_t now);
+
 /* Run the control loop on the window that just closed. */
 static void close_window(struct rx_limiter *l, uint64_t now)
+{
+	double base_before = l->baseline_us;
+	uint32_t peak = l->window_peak;
+
+	/* The concurrency a baseline was measured at (ADR-380). */
+	close_window_update(l, now);
+	if (l->baseline_us != base_before)
+		l->baseline_peak = peak;
+}
+
+static void close_window_update(struct rx_limiter *l, uint64_t now)
 {
 	double rtt = rx_p2_value(&l->window);
 	double old = l->limit;
@@ -469,6 +558,15 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 		 * latency by more than a quarter: if it did, the upstream
 		 * still queues at L / 2 and the probe saw that queue, not a
 		 * slower upstream. */
+		/* Still queueing at half the concurrency, and a baseline
+		 * more than a quarter lower than the one it replaces: the
+		 * old one was measured in a queue (a learning period that
+		 * started in one), and the new one may still be; probe
+		 * again soon, not in probe_multiplier x L windows
+		 * (ADR-380). */
+		if (rtt < PROBE_RESPONSE * l->probe_ref_us &&
+		    rtt < PROBE_RESPONSE * l->baseline_us)
+			l->probed = false;
 		if (rtt <= l->baseline_us ||
 		    rtt >= PROBE_RESPONSE * l->probe_ref_us)
 			rebase(l, rtt);
@@ -477,6 +575,7 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 		return;
 	case PROBE_STARTED:
 		l->probe_ref_us = rtt;
+		l->probe_ref_peak = l->window_peak;
 		window_reset(l);
 		return;
 	default:
@@ -494,14 +593,7 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 		next = vegas_update(l, rtt, &wants_less);
 		break;
 	}
-	/* The first window ends the learning period: the upstream answered
-	 * window_peak concurrent calls at the latency now taken as the
-	 * baseline, so it can absorb at least that many (ADR-210). */
-	if (l->learning) {
-		l->learning = false;
-		if (!l->window_drop && (double)l->window_peak > next)
-			next = (double)l->window_peak;
-	}
+	next = learn(l, rtt, next);
 	next = bound_limit(l, old, next);
 
 	/* Asked for less and could not get it (at min_limit, or at
@@ -549,6 +641,11 @@ RX__NOINLINE void rx__limiter_relax(struct rx_limiter *l)
 		l->limit = (double)l->cfg.initial_limit;
 		l->relaxations = rx__sat_add(l->relaxations, 1);
 	}
+	/* The incident's evidence is gone with it (ADR-380). */
+	if (l->cfg.learn_first) {
+		l->learning = true;
+		l->evidence_windows = 0;
+	}
 	window_reset(l);
 }
 
@@ -594,7 +691,7 @@ RX__NOINLINE void rx__limiter_window_due(struct rx_limiter *l, uint64_t now,
 int rx_limiter_enqueue(struct rx_limiter *l, uint64_t now_ns,
 		       uint64_t *wait_ticket)
 {
-	uint64_t limit = rx__limiter_effective_limit(l, now_ns);
+	uint64_t limit = rx__limiter_band_limit(l, now_ns);
 	uint64_t backlog = (uint64_t)l->in_flight + l->queued;
 
 	if (backlog >= 3 * limit || l->queued == UINT32_MAX ||
@@ -632,7 +729,7 @@ enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
 		return RX_REFUSE;
 	}
 
-	uint64_t limit = rx__limiter_effective_limit(l, now_ns);
+	uint64_t limit = rx__limiter_band_limit(l, now_ns);
 	uint64_t slots = rx__limiter_slot_limit(l, (uint32_t)limit);
 	uint64_t free = l->in_flight < slots ? slots - l->in_flight : 0;
 	/* Waiters ahead, as a lower bound: queued minus the places issued
@@ -685,6 +782,7 @@ void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
 	out->probes = l->probes;
 	out->baseline_resets = l->baseline_resets;
 	out->relaxations = l->relaxations;
+	out->engagements = l->engagements;
 	out->learning = l->learning;
 }
 

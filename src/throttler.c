@@ -98,6 +98,14 @@ static inline struct rx_throttler_bucket *current(struct rx_throttler *t,
 	return &t->ring[t->epoch % t->cfg.buckets];
 }
 
+/* The requests of the period whose answer has come (ADR-462): a call
+ * still in flight is no evidence yet, or a program that starts eight
+ * calls at once would see the second throttled with no answer in. */
+static inline uint64_t answered(uint64_t requests, uint64_t outstanding)
+{
+	return requests > outstanding ? requests - outstanding : 0;
+}
+
 /* p from the sums, capped at max_reject; 0 without a division while
  * requests <= K x accepts. */
 static inline double probability(const struct rx_throttler_config *cfg,
@@ -132,7 +140,8 @@ enum rx_decision rx_throttler_admit(struct rx_throttler *t,
 				    struct rx_refusal *why)
 {
 	struct rx_throttler_bucket *b = current(t, ctx->now_ns);
-	double p = probability(&t->cfg, t->requests, t->accepts);
+	double p = probability(&t->cfg, answered(t->requests, t->outstanding),
+			       t->accepts);
 	/* The request counts whatever the answer (ADR-424). A bucket that
 	 * would overflow stops counting, and so do the sums, so they stay
 	 * the sums of the buckets. */
@@ -142,6 +151,7 @@ enum rx_decision rx_throttler_admit(struct rx_throttler *t,
 	}
 	if (RX__UNLIKELY(p > 0.0) && throttle(t, ctx, p, why))
 		return RX_REFUSE;
+	t->outstanding = rx__sat_add(t->outstanding, 1);
 	ticket->start_ns = t->last_ns;
 	ticket->generation = 0;
 	ticket->flags = 0;
@@ -165,6 +175,7 @@ static void release(struct rx_throttler *t, uint64_t start_ns)
 void rx_throttler_settle(struct rx_throttler *t, const struct rx_ticket *ticket,
 			 const struct rx_observation *obs)
 {
+	t->outstanding = rx__sat_sub(t->outstanding, 1);
 	switch (obs->verdict) {
 	case RX_SUCCESS:
 	case RX_ANSWERED: {
@@ -205,7 +216,8 @@ void rx_throttler_stats(const struct rx_throttler *t, uint64_t now_ns,
 	}
 	out->requests = requests;
 	out->accepts = accepts;
-	out->reject_probability = probability(&t->cfg, requests, accepts);
+	out->reject_probability =
+	    probability(&t->cfg, answered(requests, t->outstanding), accepts);
 	out->throttled = t->throttled;
 }
 

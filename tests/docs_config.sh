@@ -1,6 +1,6 @@
 #!/bin/bash
 # docs_config.sh - every RESILIX_ variable the shim reads (the parser's
-# table in preload/config.c) is documented in docs/config.md and in the
+# tables in preload/config.c and preload/config_policy.c) is documented in docs/config.md and in the
 # resilix(7) man page, and neither documents a variable the shim does not
 # read (names it reserves for later, or tools' names, are allowed in
 # docs/config.md's "Names that are not variables" only); and every option
@@ -12,8 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 status=0
 
 # Names in the parser's table: {"RESILIX_X", F_...
-sed -n 's/^[[:space:]]*{"\(RESILIX_[A-Z0-9_]*\)", *F_.*/\1/p' \
-	"$src/preload/config.c" | sort -u >"$tmp/code"
+sed -n 's/^[[:space:]]*{"\(RESILIX_[A-Z0-9_]*\)", *[FP]_.*/\1/p' \
+	"$src/preload/config.c" "$src/preload/config_policy.c" |
+	sort -u >"$tmp/code"
 # Names the parser knows but does not read (reserved, tooling).
 awk '/^static const char \*const (reserved|tooling)\[\]/,/^};/' \
 	"$src/preload/config.c" |

@@ -80,6 +80,10 @@ struct rx_breaker_config {
 	                                  at most 86400000 */
 	uint64_t open_ms;              /* 1..86400000; default 5000 */
 	uint32_t half_open_probes;     /* 1..1000; default 1 */
+	uint64_t call_timeout_ms;      /* the calls' deadline, 0 = none
+	                                  (default); at most 86400000. A
+	                                  probe keeps its slot until then,
+	                                  and is then a timeout (ADR-381) */
 };
 
 /* rx_breaker_config_default - fill @cfg with the documented defaults
@@ -135,6 +139,7 @@ struct rx_breaker {
 	uint32_t slow_cutoff;     /* slow calls that trip at cutoff_n calls */
 	uint64_t slow_call_us;    /* cfg slow_call_ms in µs (0 = off) */
 	uint64_t open_ns;         /* cfg open_ms in ns */
+	uint64_t call_timeout_ns; /* cfg call_timeout_ms in ns (0 = none) */
 };
 
 /*

@@ -3,13 +3,38 @@
  * the policies configured for it, composed by a gate, plus counters for
  * telemetry. The registry (registry.h) owns guards; the shim drives them.
  *
- * The gate runs the breaker, then the adaptive concurrency limiter
- * (ADR-135): a call refused by an open circuit never takes a limiter slot
- * or a place in its queue. When the limiter answers RX_QUEUE (a caller
- * that can wait, over the limit), a blocking executor waits through
- * rx_guard_enqueue, rx_guard_try_dequeue and rx_guard_cancel_wait, the
- * limiter's wait protocol (limiter.h) with the breaker asked again at the
- * moment the waiter's turn comes (ADR-131).
+ * The order (ADR-460), each policy asked only when it is on:
+ *
+ *   rate limiter -> breaker -> throttler -> bulkhead -> limiter
+ *
+ *   - the rate limiter first: a caller paced for its token holds no
+ *     probe, no bulkhead slot and no limiter slot while it waits, and a
+ *     token goes back exactly (ADR-422) when a later policy refuses;
+ *   - the breaker before the throttler: an open circuit refuses without
+ *     counting a request to the throttler, whose requests are what
+ *     reached the upstream's judgement (ADR-424);
+ *   - the throttler before the slots: a throttled call never takes a
+ *     bulkhead or limiter slot, nor a place in a queue;
+ *   - the bulkhead before the limiter, which comes last: its queue is the
+ *     only one with places, and a waiter holds its place and nothing else.
+ * The retry budget (retry.h) is not in the gate: it is one per process,
+ * and the executor consults it before each retry or hedge, which then
+ * runs inside the first attempt's admission (the breaker sees one outcome
+ * per retried call).
+ *
+ * Waiting. When the limiter answers RX_QUEUE (reason limiter-full), a
+ * blocking executor waits through rx_guard_enqueue, rx_guard_try_dequeue
+ * and rx_guard_cancel_wait, the limiter's wait protocol (limiter.h), with
+ * the policies before it asked again at each look (ADR-131, ADR-461).
+ * When the rate limiter (rate-limited) or the bulkhead (bulkhead-full)
+ * answers RX_QUEUE, nothing is reserved: the executor registers the wait
+ * (rx_guard_wait_begin, so settlements wake it and the registry keeps the
+ * key), sleeps until rx_guard_next_token_ns or a settlement, and admits
+ * again from the start; rx_guard_wait_end ends it.
+ *
+ * Cost. With only the breaker and the limiter on (the default), admit and
+ * settle run the two by name behind one test of `more` (ADR-180); the
+ * other policies are a cold path.
  */
 #ifndef RESILIX_GUARD_H
 #define RESILIX_GUARD_H
@@ -18,9 +43,12 @@
 #include <stdint.h>
 
 #include "resilix/breaker.h"
+#include "resilix/bulkhead.h"
 #include "resilix/gate.h"
 #include "resilix/limiter.h"
 #include "resilix/policy.h"
+#include "resilix/ratelimit.h"
+#include "resilix/throttler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,11 +59,18 @@ struct rx_guard_config {
 	struct rx_breaker_config breaker;
 	bool limiter_on;
 	struct rx_limiter_config limiter;
+	bool bulkhead_on; /* off by default: a cap is the user's choice */
+	struct rx_bulkhead_config bulkhead;
+	bool ratelimit_on; /* off by default: no rate without a number */
+	struct rx_ratelimit_config ratelimit;
+	bool throttler_on; /* off by default (docs/design.md section 2) */
+	struct rx_throttler_config throttler;
 };
 
 /* rx_guard_config_default - breaker and limiter (Vegas) on, each with its
- * defaults (ADR-135). Writes only @cfg: thread-safe; O(1); no
- * allocation. */
+ * defaults (ADR-135); bulkhead, rate limiter and throttler off, their
+ * configurations at their own defaults. Writes only @cfg: thread-safe;
+ * O(1); no allocation. */
 void rx_guard_config_default(struct rx_guard_config *cfg);
 
 /* rx_guard_config_check - the checks of every policy that is on, breaker
@@ -57,9 +92,16 @@ struct rx_guard {
 	struct rx_limiter limiter; /* zeroed (queued 0) when off */
 	bool breaker_on;           /* the gate's policies, as rx_guard_admit */
 	bool limiter_on;           /* calls them directly (ADR-180) */
+	bool bulkhead_on, ratelimit_on, throttler_on;
+	bool more; /* any of the three: admit and settle take the long way */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
+	uint32_t waiting;     /* rx_guard_wait_begin without its end */
 	uint64_t last_used_ns;
+	/* Zeroed when off; kept after the fields every call reads. */
+	struct rx_bulkhead bulkhead;
+	struct rx_ratelimit ratelimit;
+	struct rx_throttler throttler;
 };
 
 /*
@@ -101,12 +143,16 @@ int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns,
                      uint64_t *wait_ticket);
 
 /*
- * rx_guard_try_dequeue - is it this waiter's turn? (rx_limiter_try_dequeue,
- * then the policies before the limiter, rx_gate_admit_last.)
+ * rx_guard_try_dequeue - is it this waiter's turn? The rate limiter, the
+ * breaker and the bulkhead are asked first (each released at once, exactly,
+ * if the turn has not come), then rx_limiter_try_dequeue, then the
+ * throttler, which draws a random number and so is asked once per turn,
+ * not once per look (ADR-461); the permit's tickets are in gate order.
  * Returns RX_ADMIT with @permit filled (settle it exactly once; the place
- * is gone); RX_QUEUE: not yet, ask again later (the place is kept);
- * RX_REFUSE with @why (limiter-full, or the breaker's reason if the
- * circuit opened meanwhile): the place is gone and the refusal counted.
+ * is gone); RX_QUEUE: not yet - no turn, no token, no bulkhead slot -, ask
+ * again later (the place is kept); RX_REFUSE with @why (limiter-full, or
+ * the reason of the policy that refused: the circuit opened meanwhile, the
+ * call was throttled): the place is gone and the refusal counted.
  * With the limiter off, RX_REFUSE (limiter-full) and nothing counted.
  * @ctx as for rx_guard_admit. Not thread-safe; O(policies); no allocation.
  */
@@ -126,20 +172,43 @@ void rx_guard_cancel_wait(struct rx_guard *g, uint64_t wait_ticket,
                           bool refused);
 
 /*
- * rx_guard_drop_waiters - forget every place in the limiter's queue, for a
- * forked child: the threads that held them did not come along (only the
+ * rx_guard_drop_waiters - forget every place in the limiter's queue, and
+ * every rx_guard_wait_begin, for a forked child: the threads that held them did not come along (only the
  * forking thread did, and it was not waiting), and a place nobody will ever
  * end would hold a slot and pin the key for good. The dropped place
  * numbers are dead afterwards. Not thread-safe; O(places); no allocation.
  */
 void rx_guard_drop_waiters(struct rx_guard *g);
 
-/* rx_guard_waiters - places held in the limiter's queue (0 when off). The
- * registry never evicts a guard with waiters. Not thread-safe (read under
- * the key's lock); O(1); no allocation. */
+/*
+ * rx_guard_wait_begin / rx_guard_wait_end - a blocking caller told RX_QUEUE
+ * by the rate limiter or the bulkhead starts / stops waiting to admit
+ * again (nothing is reserved meanwhile). While any waits, settlements wake
+ * the key's waiters and the registry keeps the key (rx_guard_waiters).
+ * @refused: RX_REASON_NONE when the wait ended in an admission (or
+ * another try), else the reason its caller was refused for (its deadline
+ * passed): counted as a refusal. Not thread-safe; O(1); no allocation.
+ */
+void rx_guard_wait_begin(struct rx_guard *g);
+void rx_guard_wait_end(struct rx_guard *g, enum rx_reason refused);
+
+/* rx_guard_count_refusal - count a refusal by @reason that the executor
+ * decided outside the gate (a retry the budget refused, retry.h), so the
+ * key's refusals by reason say it. Not thread-safe; O(1). */
+void rx_guard_count_refusal(struct rx_guard *g, enum rx_reason reason);
+
+/* rx_guard_next_token_ns - when the rate limiter will next have a token
+ * (rx_ratelimit_next_ns), at or after @now_ns; @now_ns when it is off.
+ * Read-only. Not thread-safe; O(1). */
+uint64_t rx_guard_next_token_ns(const struct rx_guard *g, uint64_t now_ns);
+
+/* rx_guard_waiters - places held in the limiter's queue (0 when off), plus
+ * callers between rx_guard_wait_begin and _end. The registry never evicts
+ * a guard with waiters. Not thread-safe (read under the key's lock); O(1);
+ * no allocation. */
 static inline uint32_t rx_guard_waiters(const struct rx_guard *g)
 {
-	return g->limiter.queued;
+	return g->limiter.queued + g->waiting;
 }
 
 #ifdef __cplusplus

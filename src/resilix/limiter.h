@@ -94,6 +94,17 @@
  * result keeps the old limit. The limit is always finite, >= min_limit >= 1
  * and <= max_limit, whatever the samples.
  *
+ * Do no harm (ADR-380; cfg.learn_first, the default): until there is
+ * evidence that the upstream queues the limiter is learning: only
+ * max_limit binds, the control loop runs, and each window raises the
+ * limit to at least its peak in flight (the concurrency the program runs).
+ * Evidence: a drop, or two windows in a row that ran a quarter more calls
+ * at once than the baseline was measured at, with a quantile above the
+ * baseline by more than max(queue_floor_ms, (rtt_tolerance - 1) x it).
+ * A window in which nobody waited or was refused, with no drop and no
+ * evidence, or a stale limit, returns it to learning. A probe while learning
+ * holds only callers that can wait, at half the peak (others: admitted).
+ *
  * Staleness: when no evidence (sample or drop) has been settled for
  * stale_ms, a limit below initial_limit counts as initial_limit from that
  * moment (admit, enqueue and stats see it at once; the next settlement
@@ -160,6 +171,8 @@ int rx_limiter_algorithm_parse(const char *name,
  *   (ours: FGO's longest window); growth_tether 2 (ours, from the NCL
  *   app-limited rules, inflight x 2 < L; FGO's factor is 5);
  *   drop_backoff 0.9 (NCL AIMD); rtt_tolerance 1.5 (NCL gradient2);
+ *   queue_floor_ms 20 (ours, ADR-380: above what a saturated client host
+ *   adds on loopback, measured 6-14 ms);
  *   probe_multiplier 30 (NCL Vegas); gradient2_long_window 600,
  *   gradient2_smoothing 0.2, gradient2_queue_size 4 (NCL).
  */
@@ -180,9 +193,9 @@ struct rx_limiter_config {
 	uint32_t gradient2_long_window; /* 1..1000000 windows */
 	double gradient2_smoothing;	/* (0, 1] */
 	uint32_t gradient2_queue_size;	/* 0..1000 */
-	bool learn_first; /* admit every call until the first window closes
-			     or a drop is settled, then adopt the peak in
-			     flight seen (ADR-210); default true */
+	bool learn_first; /* admit all until the upstream is seen to queue
+			     (ADR-210, ADR-380); default true */
+	uint32_t queue_floor_ms; /* 0..3600000, evidence threshold (ADR-380) */
 };
 
 /* rx_limiter_config_default - fill @cfg with the defaults above. Writes
@@ -227,8 +240,9 @@ struct rx_limiter_stats {
 	uint64_t wait_cancelled;   /* places given up by cancel_wait */
 	uint64_t probes;	   /* probe windows completed */
 	uint64_t baseline_resets;  /* baselines re-measured */
-	uint64_t relaxations;	   /* stale limits raised to initial */
-	bool learning;		   /* no evidence yet: admitting all */
+	uint64_t relaxations, engagements; /* stale limits raised to initial;
+					      learning ended on evidence */
+	bool learning;		   /* no evidence of a queue: admitting all */
 };
 
 /*
@@ -264,14 +278,19 @@ struct rx_limiter {
 	bool probing;		   /* a probe window is running */
 	bool probed;		   /* a probe has completed since init */
 	bool learning;		   /* cfg.learn_first, until evidence */
+	bool window_bound;	   /* a call waited or was refused (window) */
+	uint32_t evidence_windows, baseline_peak; /* ADR-380 */
 	uint64_t probe_start_ns;   /* when the probe started */
 	double probe_ref_us;	   /* quantile of the window before it */
+	uint32_t probe_ref_peak;   /* and its peak in flight */
 	/* Counters. */
 	uint64_t updates, drops, drop_decreases;
 	uint64_t shed_nonblocking, shed_band, shed_full;
-	uint64_t wait_cancelled, probes, baseline_resets, relaxations;
+	uint64_t wait_cancelled, probes, baseline_resets, relaxations,
+	    engagements;
 	/* The configuration's durations in ns, converted once at init. */
 	uint64_t stale_ns, window_min_ns, window_max_ns;
+	double queue_floor_us;
 };
 
 /*

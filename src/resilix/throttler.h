@@ -14,6 +14,8 @@
  * enough to bury it.
  *
  * What counts (ADR-423, ADR-424):
+ *   - a call admitted and not yet settled is left out of p: its answer is
+ *     not in, so it is no evidence either way (ADR-462);
  *   - every admit counts a request, a throttled one too (the book's
  *     requests are what the application attempted, on top of the
  *     throttle; without them p would settle where the upstream still gets
@@ -117,6 +119,7 @@ struct rx_throttler {
 	uint64_t requests;  /* sums over the ring */
 	uint64_t accepts;
 	uint64_t throttled;
+	uint64_t outstanding; /* admitted, not yet settled (ADR-462) */
 	struct rx_throttler_bucket ring[RX_THROTTLER_BUCKETS_MAX];
 };
 

@@ -36,6 +36,12 @@ cases=(
 	"RESILIX_LOG=loud"
 	# Accepted once, at 1.1 GB and 1 s per process start (ADR-205).
 	"RESILIX_MAX_KEYS=1000000"
+	# The other policies (ADR-463).
+	"RESILIX_BULKHEAD=0"
+	"RESILIX_RATE=50/x"
+	"RESILIX_THROTTLE_K=0.5"
+	"RESILIX_RETRY_ATTEMPTS=11"
+	"RESILIX_RETRY_BUDGET=0.1234"
 )
 
 # check_case VAR=VALUE NAME OUT ERR CALLS: one guarded process printed

@@ -40,7 +40,7 @@ rx_upstream_stop t
 
 # --- the limiter: curl_easy_perform blocks, so where the limiter would
 # queue it waits (RESILIX_QUEUE_TIMEOUT_MS), as a blocking socket does;
-# with no queue time it is refused at once, with the limiter's line ------
+# with no queue time it is refused at once, with the limiter's reason -
 lim=(RESILIX_LOG=debug RESILIX_LIMITER=vegas RESILIX_LIMIT_MIN=1
 	RESILIX_LIMIT_MAX=1 RESILIX_LIMIT_INITIAL=1)
 rx_upstream_start l --phases 0:slow:100
@@ -56,7 +56,7 @@ for qt in 0 5000; do
 	rx_assert_eq "queue $qt ms: every transfer answered or refused" \
 		$((T * 3)) $((ok + refused))
 	rx_assert_eq "queue $qt ms: refusals carry the limiter's line" "$refused" \
-		"$(grep -c "resilix: call to 127.0.0.1:$RX_PORT refused\$" "$out")"
+		"$(grep -c "resilix: call to 127.0.0.1:$RX_PORT refused (limiter-full)\$" "$out")"
 	rx_assert_eq "queue $qt ms: requests upstream = answered" "$ok" \
 		$(($(rx_count l) - before))
 	rx_assert_eq "queue $qt ms: settlements (at=curl)" "$ok $ok" \

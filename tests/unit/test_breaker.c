@@ -542,6 +542,75 @@ static void test_probe_self_heal(void)
 	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_CLOSED);
 }
 
+/*
+ * A probe with a deadline keeps its slot past open_ms, until the deadline
+ * (no second probe reaches the upstream), and is a timeout from then on:
+ * the next admit finds the circuit reopened at the deadline, and the
+ * probe's late answer is no evidence (ADR-381).
+ */
+static void test_probe_with_deadline_keeps_its_slot(void)
+{
+	struct fx f;
+	struct rx_breaker_config c = quiet();
+	c.call_timeout_ms = 12000; /* longer than open_ms, 5000 */
+	fx_init(&f, &c);
+	force_open(&f);
+	fake_clock_advance_ms(&f.clk, 5000);
+	struct rx_ticket probe, t;
+	struct rx_refusal why;
+	CU_ASSERT_EQUAL(admit(&f, &probe, NULL), RX_ADMIT);
+	uint64_t transitions = f.b.transitions;
+	/* Past open_ms: no self-heal, the probe still holds the slot. */
+	fake_clock_advance_ms(&f.clk, 11999);
+	CU_ASSERT_EQUAL(admit(&f, &t, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_HALF_OPEN_BUSY);
+	CU_ASSERT_EQUAL(stats(&f).probes_in_flight, 1);
+	/* At its deadline it is a timeout: reopened from that moment. */
+	fake_clock_advance_ms(&f.clk, 1);
+	CU_ASSERT_EQUAL(admit(&f, &t, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_CIRCUIT_OPEN);
+	CU_ASSERT_EQUAL(why.retry_after_ms, 5000);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(f.b.transitions, transitions + 1);
+	/* The late answer changes nothing. */
+	settle(&f, &probe, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_OPEN);
+	/* Noticed late (here 3 s after the deadline), the open period still
+	 * runs from the deadline: the next probe goes 2 s later. */
+	fake_clock_advance_ms(&f.clk, 3000);
+	CU_ASSERT_EQUAL(admit(&f, &t, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.retry_after_ms, 2000);
+	fake_clock_advance_ms(&f.clk, 2000);
+	CU_ASSERT_EQUAL(admit(&f, &t, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_HALF_OPEN);
+	settle(&f, &t, RX_SUCCESS, 1);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_CLOSED);
+}
+
+/* Noticed long after the deadline - past the open period that followed
+ * it - the next admit is the new probe at once. */
+static void test_probe_deadline_noticed_late(void)
+{
+	struct fx f;
+	struct rx_breaker_config c = quiet();
+	c.call_timeout_ms = 1000; /* shorter than open_ms, 5000 */
+	fx_init(&f, &c);
+	force_open(&f);
+	fake_clock_advance_ms(&f.clk, 5000);
+	struct rx_ticket probe, t;
+	CU_ASSERT_EQUAL(admit(&f, &probe, NULL), RX_ADMIT);
+	fake_clock_advance_ms(&f.clk, 999);
+	CU_ASSERT_EQUAL(admit(&f, &t, NULL), RX_REFUSE);
+	fake_clock_advance_ms(&f.clk, 1 + 5000);
+	CU_ASSERT_EQUAL(admit(&f, &t, NULL), RX_ADMIT);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_HALF_OPEN);
+	CU_ASSERT_EQUAL(stats(&f).probes_in_flight, 1);
+	settle(&f, &probe, RX_SUCCESS, 1); /* late: no evidence */
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_HALF_OPEN);
+	settle(&f, &t, RX_TRANSIENT, 1);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_OPEN);
+}
+
 static void test_old_failures_before_idle_do_not_decide(void)
 {
 	struct fx f;
@@ -864,6 +933,9 @@ int main(void)
 	    {"several probes, first decides",
 	     test_several_probes_first_decides},
 	    {"probe self-heal", test_probe_self_heal},
+	    {"probe with a deadline keeps its slot",
+	     test_probe_with_deadline_keeps_its_slot},
+	    {"probe deadline noticed late", test_probe_deadline_noticed_late},
 	    {"old failures before idle do not decide",
 	     test_old_failures_before_idle_do_not_decide},
 	    {"starvation widens max age", test_starvation_widens_max_age},

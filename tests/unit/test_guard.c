@@ -5,7 +5,11 @@
  * limiter's wait protocol through the guard (enqueue, try_dequeue,
  * cancel_wait) asks the breaker again when a waiter's turn comes
  * (rx_gate_admit_last, ADR-131) and releases the limiter slot when the
- * circuit opened meanwhile; refusals are counted once, by reason.
+ * circuit opened meanwhile; refusals are counted once, by reason. With
+ * the other policies on, the order is rate limiter, breaker, throttler,
+ * bulkhead, limiter (ADR-460), a later refusal or queue leaves no trace
+ * in the earlier ones, and a waiter's look keeps its place while the rate
+ * limiter has no token (ADR-461).
  * Deterministic: injected time, no sleeping.
  */
 #include <string.h>
@@ -237,6 +241,226 @@ static void test_gate_admit_last(void)
 	CU_ASSERT_EQUAL(b.settles, 0);
 }
 
+
+/* Every policy on: rate 10/s burst 2, a bulkhead of 2, the throttler,
+ * a limiter fixed at @limit. */
+static void make_all(struct rx_guard *g, uint32_t limit)
+{
+	struct rx_guard_config c;
+	rx_guard_config_default(&c);
+	CU_ASSERT_FALSE(c.bulkhead_on || c.ratelimit_on || c.throttler_on);
+	c.breaker.window_calls = 32;
+	c.breaker.consecutive_backstop = 1;
+	c.breaker.open_ms = 1000;
+	c.limiter.min_limit = c.limiter.max_limit = limit;
+	c.limiter.initial_limit = limit;
+	c.limiter.learn_first = false;
+	c.ratelimit_on = true;
+	c.ratelimit.tokens = 10;
+	c.ratelimit.period_ms = 1000;
+	c.ratelimit.burst = 2;
+	c.bulkhead_on = true;
+	c.bulkhead.max_in_flight = 2;
+	c.throttler_on = true;
+	CU_ASSERT_EQUAL_FATAL(rx_guard_config_check(&c, NULL), RX_OK);
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(g, &c, slots, 0), RX_OK);
+}
+
+static void test_order(void)
+{
+	struct rx_guard g;
+	make_all(&g, 4);
+	CU_ASSERT_EQUAL(g.gate.count, 5);
+	CU_ASSERT_PTR_EQUAL(g.gate.policies[0].ops, &rx_ratelimit_ops);
+	CU_ASSERT_PTR_EQUAL(g.gate.policies[1].ops, &rx_breaker_ops);
+	CU_ASSERT_PTR_EQUAL(g.gate.policies[2].ops, &rx_throttler_ops);
+	CU_ASSERT_PTR_EQUAL(g.gate.policies[3].ops, &rx_bulkhead_ops);
+	CU_ASSERT_PTR_EQUAL(g.gate.policies[4].ops, &rx_limiter_ops);
+	CU_ASSERT_TRUE(g.more);
+	/* A bad setting of a policy that is on fails the check. */
+	struct rx_guard_config c;
+	const char *why = NULL;
+	rx_guard_config_default(&c);
+	c.bulkhead.max_in_flight = 0;
+	CU_ASSERT_EQUAL(rx_guard_config_check(&c, NULL), RX_OK);
+	c.bulkhead_on = true;
+	CU_ASSERT_EQUAL(rx_guard_config_check(&c, &why), RX_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(why);
+}
+
+/* A full bulkhead queues the call, and the token it took, the throttler's
+ * request and the breaker's admission are all given back. */
+static void test_bulkhead_queue_leaves_no_trace(void)
+{
+	struct rx_guard g;
+	struct rx_admit_ctx wait = {.now_ns = 1 * MS, .can_wait = true};
+	struct rx_admit_ctx nowait = {.now_ns = 1 * MS, .can_wait = false};
+	struct rx_gate_permit p[3];
+	struct rx_refusal why;
+	struct rx_throttler_stats ts;
+	struct rx_ratelimit_stats rs;
+	make_all(&g, 4);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[0], &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(p[0].count, 5);
+	wait.now_ns = 101 * MS; /* one token more */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[1], &why), RX_ADMIT);
+	wait.now_ns = nowait.now_ns = 201 * MS;
+	rx_ratelimit_stats(&g.ratelimit, 201 * MS, &rs);
+	rx_throttler_stats(&g.throttler, 201 * MS, &ts);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[2], &why), RX_QUEUE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_BULKHEAD_FULL);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &nowait, &p[2], &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_BULKHEAD_FULL);
+	CU_ASSERT_EQUAL(g.counters.refused[RX_REASON_BULKHEAD_FULL], 1);
+	struct rx_ratelimit_stats rs2;
+	struct rx_throttler_stats ts2;
+	rx_ratelimit_stats(&g.ratelimit, 201 * MS, &rs2);
+	rx_throttler_stats(&g.throttler, 201 * MS, &ts2);
+	CU_ASSERT_EQUAL(rs2.tokens, rs.tokens);
+	CU_ASSERT_EQUAL(ts2.requests, ts.requests);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 2);
+	CU_ASSERT_EQUAL(g.in_flight, 2);
+	struct rx_observation ok = {RX_SUCCESS, 1000, 202 * MS};
+	rx_guard_settle(&g, &p[0], &ok);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 1);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 1);
+	wait.now_ns = 202 * MS;
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[2], &why), RX_ADMIT);
+	rx_guard_settle(&g, &p[1], &ok);
+	rx_guard_settle(&g, &p[2], &ok);
+	CU_ASSERT_EQUAL(g.in_flight, 0);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 0);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+	rx_throttler_stats(&g.throttler, 202 * MS, &ts2);
+	CU_ASSERT_EQUAL(ts2.accepts, 3);
+	CU_ASSERT_EQUAL(ts2.requests, 3);
+}
+
+/* An empty bucket queues a caller before the breaker is asked: a
+ * half-open probe is never held by a paced caller. The executor waits
+ * until the next token. */
+static void test_paced_holds_nothing(void)
+{
+	struct rx_guard g;
+	struct rx_admit_ctx wait = {.now_ns = 1 * MS, .can_wait = true};
+	struct rx_gate_permit p[3];
+	struct rx_refusal why;
+	make_all(&g, 4);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[0], &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[1], &why), RX_ADMIT);
+	struct rx_observation ok = {RX_SUCCESS, 1000, 2 * MS};
+	rx_guard_settle(&g, &p[0], &ok);
+	rx_guard_settle(&g, &p[1], &ok);
+	wait.now_ns = 2 * MS;
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[2], &why), RX_QUEUE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_RATE_LIMITED);
+	CU_ASSERT_EQUAL(why.retry_after_ms, 99);
+	CU_ASSERT_EQUAL(rx_guard_next_token_ns(&g, 2 * MS), 101 * MS);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 0);
+	struct rx_throttler_stats ts;
+	rx_throttler_stats(&g.throttler, 2 * MS, &ts);
+	CU_ASSERT_EQUAL(ts.requests, 2);
+	rx_guard_wait_begin(&g);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 1);
+	rx_guard_wait_end(&g, RX_REASON_NONE);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 0);
+	CU_ASSERT_EQUAL(g.counters.refused[RX_REASON_RATE_LIMITED], 0);
+	rx_guard_wait_begin(&g);
+	rx_guard_wait_end(&g, RX_REASON_RATE_LIMITED); /* its deadline */
+	CU_ASSERT_EQUAL(g.counters.refused[RX_REASON_RATE_LIMITED], 1);
+	wait.now_ns = 101 * MS;
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[2], &why), RX_ADMIT);
+	rx_guard_settle(&g, &p[2], &ok);
+	CU_ASSERT_EQUAL(g.in_flight, 0);
+}
+
+/* A waiter of the limiter's queue whose turn has come but whose bucket is
+ * empty keeps its place, holding nothing; it is admitted once a token
+ * comes. The throttler is asked once, at the turn. */
+static void test_waiter_paced(void)
+{
+	struct rx_guard g;
+	struct rx_admit_ctx wait = {.now_ns = 1 * MS, .can_wait = true};
+	struct rx_gate_permit p[3];
+	struct rx_refusal why;
+	uint64_t w;
+	make_all(&g, 1);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[0], &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &wait, &p[1], &why), RX_QUEUE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_LIMITER_FULL);
+	CU_ASSERT_EQUAL(rx_guard_enqueue(&g, 1 * MS, &w), RX_OK);
+	/* Not its turn: everything asked before the limiter is released. */
+	CU_ASSERT_EQUAL(rx_guard_try_dequeue(&g, &wait, w, &p[1], &why),
+			RX_QUEUE);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 1);
+	struct rx_observation ok = {RX_SUCCESS, 1000, 2 * MS};
+	rx_guard_settle(&g, &p[0], &ok);
+	/* Its turn, but the second token went to a newcomer... */
+	wait.now_ns = 2 * MS;
+	struct rx_ratelimit_stats rs;
+	rx_ratelimit_stats(&g.ratelimit, 2 * MS, &rs);
+	CU_ASSERT_EQUAL(rs.tokens, 1);
+	struct rx_admit_ctx nowait = {.now_ns = 2 * MS, .can_wait = false};
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &nowait, &p[2], &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_LIMITER_FULL); /* no overtaking */
+	g.ratelimit.units = 0; /* ...or say the bucket is empty */
+	CU_ASSERT_EQUAL(rx_guard_try_dequeue(&g, &wait, w, &p[1], &why),
+			RX_QUEUE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_RATE_LIMITED);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 1);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+	wait.now_ns = 200 * MS;
+	CU_ASSERT_EQUAL(rx_guard_try_dequeue(&g, &wait, w, &p[1], &why),
+			RX_ADMIT);
+	CU_ASSERT_EQUAL(p[1].count, 5);
+	CU_ASSERT_EQUAL(rx_guard_waiters(&g), 0);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 1);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 1);
+	ok.now_ns = 201 * MS;
+	rx_guard_settle(&g, &p[1], &ok);
+	CU_ASSERT_EQUAL(g.in_flight, 0);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+	CU_ASSERT_EQUAL(g.bulkhead.in_flight, 0);
+}
+
+/* A throttled call takes no slot and gives its token back. */
+static void test_throttled_takes_nothing(void)
+{
+	struct rx_guard g;
+	struct rx_admit_ctx ctx = {.now_ns = 1 * MS, .can_wait = true};
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	struct rx_rng rng;
+	unsigned throttled = 0, i;
+	make_all(&g, 4);
+	g.throttler.cfg.max_reject = 1.0;
+	g.ratelimit.cfg.burst = g.ratelimit.burst = 1000;
+	g.ratelimit.cap_units = 1000 * g.ratelimit.token_units;
+	g.ratelimit.units = g.ratelimit.cap_units;
+	g.breaker.cfg.consecutive_backstop = 0;
+	rx_rng_seed(&rng, 7);
+	ctx.rng = &rng;
+	for (i = 0; i < 200; i++) {
+		struct rx_ratelimit_stats before, after;
+		rx_ratelimit_stats(&g.ratelimit, ctx.now_ns, &before);
+		enum rx_decision d = rx_guard_admit(&g, &ctx, &p, &why);
+		if (d == RX_REFUSE) {
+			CU_ASSERT_EQUAL(why.reason, RX_REASON_THROTTLED);
+			rx_ratelimit_stats(&g.ratelimit, ctx.now_ns, &after);
+			CU_ASSERT_EQUAL(after.tokens, before.tokens);
+			CU_ASSERT_EQUAL(g.bulkhead.in_flight, 0);
+			CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+			throttled++;
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(d, RX_ADMIT);
+		struct rx_observation busy = {RX_OVERLOAD, 1000, ctx.now_ns};
+		rx_guard_settle(&g, &p, &busy);
+	}
+	CU_ASSERT_TRUE(throttled > 150);
+	CU_ASSERT_EQUAL(g.counters.refused[RX_REASON_THROTTLED], throttled);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -248,6 +472,14 @@ int main(void)
 	    {"a forked child drops the waiters", test_drop_waiters},
 	    {"gate admit with a pre-obtained last ticket",
 	     test_gate_admit_last},
+	    {"order: rate, breaker, throttler, bulkhead, limiter", test_order},
+	    {"a full bulkhead queues and leaves no trace",
+	     test_bulkhead_queue_leaves_no_trace},
+	    {"a paced caller holds nothing", test_paced_holds_nothing},
+	    {"a limiter waiter keeps its place without a token",
+	     test_waiter_paced},
+	    {"a throttled call takes no slot and no token",
+	     test_throttled_takes_nothing},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("guard", tests);

@@ -1378,7 +1378,9 @@ static void test_sim_capacity_below_initial(void)
 /* ------------------------------------------------------------------ */
 
 /* A healthy program's first burst, larger than the initial limit, is
- * admitted whole; the first window then adopts the concurrency it saw. */
+ * admitted whole; the first window then adopts the concurrency it saw,
+ * and with no evidence that the upstream queues the limiter goes on
+ * learning (ADR-380): one more call than that is admitted too. */
 static void test_learning_admits_first_burst(void)
 {
 	struct rx_limiter_config c;
@@ -1397,16 +1399,13 @@ static void test_learning_admits_first_burst(void)
 		       (10 + 3 * (uint64_t)i) * ms);
 	struct rx_limiter_stats st;
 	rx_limiter_stats(&l, 200 * ms, &st);
-	CU_ASSERT_FALSE(st.learning);
+	CU_ASSERT_TRUE(st.learning);
 	CU_ASSERT_EQUAL(st.updates, 1);
 	CU_ASSERT(st.limit >= 60);
-	/* The same burst again fits; one more than the limit does not. */
-	for (uint32_t i = 0; i < st.limit && i < 60; i++)
+	/* The same burst again fits, and so does one more than the limit. */
+	for (uint32_t i = 0; i < 61; i++)
 		CU_ASSERT_EQUAL(admit(&l, 201 * ms, false, NULL, &t[i]),
 				RX_ADMIT);
-	if (st.limit == 60)
-		CU_ASSERT_EQUAL(admit(&l, 201 * ms, false, NULL, &t[60]),
-				RX_REFUSE);
 	assert_sane(&l, 201 * ms);
 }
 
@@ -1446,6 +1445,203 @@ static void test_learning_release_is_exact(void)
 	CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Do no harm (ADR-380)                                                */
+/* ------------------------------------------------------------------ */
+
+/* A learning limiter at its defaults, with a baseline of @base_us from
+ * rounds of one call. */
+static void learnt_baseline(struct rx_limiter *l, uint64_t *now,
+			    uint64_t base_us)
+{
+	struct rx_limiter_config c;
+
+	rx_limiter_config_default(&c);
+	init_limiter(l, &c);
+	run_windows(l, now, 1, base_us, 3);
+	CU_ASSERT_TRUE(l->learning);
+	CU_ASSERT_DOUBLE_EQUAL(l->baseline_us, (double)base_us, 1.0);
+}
+
+/*
+ * This host busy: a 100 µs upstream whose latency, seen from a client
+ * running 256 calls at once, grows to 8 ms (CPU saturation on loopback,
+ * measured 6-14 ms for wrk, ab and a python pool on 2 CPUs). A queue
+ * below the 20 ms floor is no evidence: the limiter goes on learning for
+ * a minute of windows, never refuses a caller that cannot wait, and its
+ * limit never falls below the 256 the program runs.
+ */
+static void test_busy_host_is_not_evidence(void)
+{
+	struct rx_limiter l;
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 100);
+	for (int w = 0; w < 600; w++) {
+		uint64_t before = l.updates;
+		while (l.updates == before) {
+			uint32_t n = round_trip(&l, &now, 256, 8000,
+						RX_SUCCESS);
+			CU_ASSERT_EQUAL_FATAL(n, 256);
+		}
+		CU_ASSERT(l.limit >= 256.0);
+	}
+	CU_ASSERT_TRUE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 0);
+	CU_ASSERT_EQUAL(l.shed_nonblocking + l.shed_band + l.shed_full, 0);
+	assert_sane(&l, now);
+}
+
+/*
+ * The relative margin applies too: a baseline of 60 ms and windows at
+ * 85 ms (a queue of 25 ms, above the floor but below 0.5 x the
+ * baseline) are no evidence either.
+ */
+static void test_small_relative_queue_is_not_evidence(void)
+{
+	struct rx_limiter l;
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 60000);
+	run_windows(&l, &now, 32, 85000, 20);
+	CU_ASSERT_TRUE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 0);
+}
+
+/*
+ * The upstream's own queue: a 10 ms upstream that answers 32 calls at
+ * once in 80 ms (capacity 4). Two windows of that end the learning
+ * period, the limit then binds and walks down, and a caller that cannot
+ * wait is refused beyond it.
+ */
+static void test_upstream_queue_is_evidence(void)
+{
+	struct rx_limiter l;
+	struct rx_ticket t[64];
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 10000);
+	run_windows(&l, &now, 32, 80000, 1);
+	CU_ASSERT_TRUE(l.learning); /* one window is not enough */
+	CU_ASSERT(l.limit >= 32.0);
+	run_windows(&l, &now, 32, 80000, 1);
+	CU_ASSERT_FALSE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 1);
+	run_windows(&l, &now, 32, 80000, 5);
+	uint32_t limit = limit_of(&l, now);
+	CU_ASSERT(limit < 32);
+	uint32_t n = 0;
+	while (n < 64 && admit(&l, now, false, NULL, &t[n]) == RX_ADMIT)
+		n++;
+	CU_ASSERT_EQUAL(n, l.probing ? limit / 2 : limit);
+	CU_ASSERT(l.shed_nonblocking >= 1);
+	assert_sane(&l, now);
+}
+
+/* A window in which the limit bound nothing, latency back at the
+ * baseline, returns the limiter to learning. */
+static void test_unbound_window_returns_to_learning(void)
+{
+	struct rx_limiter l;
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 10000);
+	run_windows(&l, &now, 32, 80000, 2);
+	CU_ASSERT_FALSE_FATAL(l.learning);
+	/* Bound windows (callers refused over the limit) stay engaged. */
+	run_windows(&l, &now, 64, 30000, 3);
+	CU_ASSERT_FALSE(l.learning);
+	/* Two calls at a time, at the baseline: nothing waits. */
+	run_windows(&l, &now, 2, 10000, 2);
+	CU_ASSERT_TRUE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 1);
+}
+
+/*
+ * A probe while learning holds back only callers that can wait: a caller
+ * that cannot is admitted past the probe's slots and is not one of its
+ * samples.
+ */
+static void test_learning_probe_refuses_nobody(void)
+{
+	struct rx_limiter l;
+	struct rx_ticket t[64], x;
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 10000);
+	for (int i = 0; i < 30 && !l.probing; i++)
+		run_windows(&l, &now, 40, 10000, 1);
+	CU_ASSERT_FATAL(l.probing);
+	CU_ASSERT_TRUE(l.learning);
+	/* Half the concurrency the program ran, not of the limit. */
+	uint32_t slots = l.probe_ref_peak / 2;
+	CU_ASSERT_EQUAL(slots, 20);
+	for (uint32_t i = 0; i < slots; i++)
+		CU_ASSERT_EQUAL(admit(&l, now, true, NULL, &t[i]), RX_ADMIT);
+	CU_ASSERT_EQUAL(admit(&l, now, true, NULL, &x), RX_QUEUE);
+	for (uint32_t i = slots; i < 60; i++)
+		CU_ASSERT_EQUAL(admit(&l, now, false, NULL, &t[i]), RX_ADMIT);
+	CU_ASSERT_EQUAL(l.shed_nonblocking + l.shed_band + l.shed_full, 0);
+	now += 10 * RX_NS_PER_MS;
+	for (uint32_t i = slots; i < 60; i++)
+		settle(&l, &t[i], RX_SUCCESS, 99000, now);
+	CU_ASSERT_EQUAL(rx_p2_count(&l.window), 0);
+	for (uint32_t i = 0; i < slots; i++)
+		settle(&l, &t[i], RX_SUCCESS, 10000, now);
+	CU_ASSERT_EQUAL(rx_p2_count(&l.window), slots);
+}
+
+/* A stale limit returns the limiter to learning (ADR-380). */
+static void test_stale_returns_to_learning(void)
+{
+	struct rx_limiter l;
+	struct rx_ticket t;
+	uint64_t now = 0;
+
+	learnt_baseline(&l, &now, 10000);
+	run_windows(&l, &now, 32, 80000, 2);
+	CU_ASSERT_FALSE_FATAL(l.learning);
+	now += 31000 * RX_NS_PER_MS;
+	CU_ASSERT_EQUAL(admit(&l, now, false, NULL, &t), RX_ADMIT);
+	settle(&l, &t, RX_SUCCESS, 10000, now + 10 * RX_NS_PER_MS);
+	CU_ASSERT_TRUE(l.learning);
+}
+
+/*
+ * At the defaults (learning first), a closed loop of 32 clients against
+ * capacity 4 (the preload test's upstream, limiter_capacity.sh): the
+ * first window learns a baseline that already queues; the early probe
+ * corrects it, that is evidence, and within a minute the limit is within
+ * [0.5 C, 3 C], so that admitted calls wait behind few others.
+ */
+static void test_sim_defaults_find_capacity(void)
+{
+	for (int a = 0; a < N_ALGORITHMS; a++) {
+		struct rx_limiter_config c;
+
+		sim_init(&sim, all_algorithms[a], 4, 32, 1);
+		rx_limiter_config_default(&c);
+		c.algorithm = all_algorithms[a];
+		init_limiter(&sim.lim, &c);
+		sim_run(&sim, sec(60), 0);
+		struct phase p = sim_phase(&sim, 30);
+		printf("\n    %-9s C=4, 32 clients, defaults: limit %u..%u "
+		       "(mean %.1f), learning %d",
+		       rx_limiter_algorithm_name(all_algorithms[a]), p.min,
+		       p.max, p.mean, sim.lim.learning);
+		CU_ASSERT_FALSE(sim.lim.learning);
+		CU_ASSERT(p.min >= 2);
+		/* gradient2 keeps the long average it learnt in the queue
+		 * (its baseline is not the probe's): it binds, higher. */
+		if (all_algorithms[a] == RX_LIMITER_GRADIENT2) {
+			CU_ASSERT(p.mean < 32.0);
+		} else {
+			CU_ASSERT(p.mean <= 12.0);
+		}
+	}
+	printf("\n    ");
+}
+
 static const struct rx_test tests[] = {
     {"learning admits the first burst", test_learning_admits_first_burst},
     {"learning ends on overload", test_learning_ends_on_overload},
@@ -1476,6 +1672,15 @@ static const struct rx_test tests[] = {
     {"sim: re-probes do not drift", test_sim_reprobes_do_not_drift},
     {"sim: permanently slower upstream", test_sim_permanently_slower_upstream},
     {"sim: capacity below initial", test_sim_capacity_below_initial},
+    {"busy host is not evidence", test_busy_host_is_not_evidence},
+    {"small relative queue is not evidence",
+     test_small_relative_queue_is_not_evidence},
+    {"upstream queue is evidence", test_upstream_queue_is_evidence},
+    {"unbound window returns to learning",
+     test_unbound_window_returns_to_learning},
+    {"learning probe refuses nobody", test_learning_probe_refuses_nobody},
+    {"stale limit returns to learning", test_stale_returns_to_learning},
+    {"sim: defaults find capacity", test_sim_defaults_find_capacity},
     {NULL, NULL},
 };
 

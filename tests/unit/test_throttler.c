@@ -343,6 +343,7 @@ static void test_release_leaves_no_trace(void)
 	now = 1000 * MS + 130000 * MS;
 	call(&a, &g, now, RX_SUCCESS);
 	b = a;
+	b.outstanding--; /* the twin never had the call in flight */
 	struct rx_observation o = {RX_REJECTED, 0, now};
 	rx_throttler_settle(&a, &tk, &o);
 	CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof(a)), 0);
@@ -355,6 +356,31 @@ static void test_release_leaves_no_trace(void)
 	o.now_ns = 5000 * MS;
 	rx_throttler_settle(&a, &tk, &o);
 	CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof(a)), 0);
+}
+
+/* Calls in flight are no evidence (ADR-462): a program that starts eight
+ * calls at once on a fresh key sees none throttled, and once they are
+ * answered with overload the next ones are. */
+static void test_in_flight_no_evidence(void)
+{
+	struct rx_throttler t;
+	struct rx_rng g;
+	struct rx_ticket tk[8];
+	struct rx_refusal why;
+	init_default(&t);
+	rx_rng_seed(&g, 8);
+	struct rx_admit_ctx ctx = {1 * MS, &g, true};
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(rx_throttler_admit(&t, &ctx, &tk[i], &why),
+				RX_ADMIT);
+	CU_ASSERT_EQUAL(t.outstanding, 8);
+	struct rx_observation busy = {RX_OVERLOAD, 1000, 2 * MS};
+	for (int i = 0; i < 8; i++)
+		rx_throttler_settle(&t, &tk[i], &busy);
+	CU_ASSERT_EQUAL(t.outstanding, 0);
+	struct rx_throttler_stats st;
+	rx_throttler_stats(&t, 2 * MS, &st);
+	CU_ASSERT(fabs(st.reject_probability - 8.0 / 9.0) < 1e-9);
 }
 
 int main(void)
@@ -372,6 +398,7 @@ int main(void)
 	    {"recovers after an outage", test_recovers_after_an_outage},
 	    {"max_reject caps", test_max_reject_caps},
 	    {"release leaves no trace", test_release_leaves_no_trace},
+	    {"calls in flight are no evidence", test_in_flight_no_evidence},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("throttler", tests);

@@ -1,0 +1,69 @@
+/*
+ * preload/config_policy.h - the environment variables of the bulkhead,
+ * the rate limiter, the throttler and retry (config_policy.c),
+ * for config.c's parser, which walks the environment and reports what
+ * these functions decide (ADR-463). Pure: no clock, no I/O, no
+ * allocation, no global state; thread-safe.
+ */
+#ifndef RESILIX_PRELOAD_CONFIG_POLICY_H
+#define RESILIX_PRELOAD_CONFIG_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim_config.h"
+
+/* What a variable of this table sets; its index in the table too. */
+enum rx__pfield {
+	P_BULKHEAD = 0,
+	P_RATE,
+	P_RATE_BURST,
+	P_THROTTLE_K,
+	P_THROTTLE_PERIOD_MS,
+	P_RETRY_ATTEMPTS,
+	P_RETRY_BUDGET,
+	P_RETRY_BASE_MS,
+	P_RETRY_MAX_MS,
+	RX__PVAR_COUNT
+};
+
+struct rx__pvar {
+	const char *name;
+	enum rx__pfield field;
+	uint64_t min, max; /* integers only */
+	const char *accepted;
+};
+
+/* rx__pvar - entry @i of the table, NULL at or past RX__PVAR_COUNT. */
+const struct rx__pvar *rx__pvar(size_t i);
+
+/* rx__pconfig_default - the retry schedule and budget defaults
+ * (the guard's policies are rx_guard_config_default's, all off). */
+void rx__pconfig_default(struct rx_config *cfg);
+
+/* rx__pvar_parse - set @cfg from the non-empty @value of variable @i.
+ * Returns false, @cfg untouched for that field, when the value is not
+ * valid (the caller reports it with the entry's accepted text). */
+bool rx__pvar_parse(struct rx_config *cfg, size_t i, const char *value);
+
+/*
+ * rx__pconfig_check - the checks that combine variables, after every one
+ * parsed: RESILIX_RETRY_BASE_MS above RESILIX_RETRY_MAX_MS (when one of
+ * them is left at its default, the default moves), a burst too large for
+ * the rate, and the core's checks. @seen: by enum rx__pfield, whether
+ * each was set. Returns 0, or 1 with one line in @msg (@size bytes).
+ */
+int rx__pconfig_check(struct rx_config *cfg, const bool *seen, char *msg,
+		      size_t size);
+
+/* rx__pconfig_orphan - a variable that needs another one to mean
+ * anything, set without it: a sentence for a notice, else NULL. */
+const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen);
+
+/* rx__pvar_value - the effective value of variable @i, as rx_config_value
+ * (shim_config.h) gives it. */
+bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
+		    size_t size);
+
+#endif
