@@ -721,10 +721,16 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		 * their arrival is the first byte's all the same (ADR-360).
 		 * on_bytes preserves errno: bytes arrived, errno is not
 		 * read. */
-		if (op->peek)
+		if (op->cipher) {
+			/* Handshake bytes: the connect worked; the answer is
+			 * the TLS layer's to read (ADR-440). */
+			if (op->phase == RX_FD_CONNECTING)
+				connected(op);
+		} else if (op->peek) {
 			rx__read_peeked(op);
-		else
+		} else {
 			on_bytes(op, n, iov, iovcnt);
+		}
 		rx__inside = 0;
 		return;
 	}
@@ -817,9 +823,12 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	op->again = false;
 	op->peek = false;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->cipher = rx__tls_cipher(fd, e);
+	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	/* Inside curl_easy_perform a new request on a kept-alive
-	 * connection is the curl layer's (ADR-152). */
-	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
+	 * connection is the curl layer's (ADR-152); on a TLS connection,
+	 * the TLS layer's (ADR-440). */
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active && !op->cipher) {
 		if (!rx__owner_fast())
 			goto pass;
 		/* Only a request line starts a call: the rest of a body
@@ -849,7 +858,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto pass;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
+	/* A TLS handshake's bytes are not the request (ADR-440). */
+	if (len > 0 && !op->cipher &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
@@ -898,7 +909,8 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 			if (!settle_overdue(op))
 				maybe_timeout(op);
 		} else if ((err == ECONNRESET || err == EPIPE) &&
-			   op->phase == RX_FD_WAITING && answered_early(op)) {
+			   op->phase == RX_FD_WAITING && !op->cipher &&
+			   !op->plain && answered_early(op)) {
 			/* judged by the answer */
 		} else if (!rx__pending_errno(err)) {
 			fail_errno(op, err);
@@ -906,4 +918,68 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 		errno = err;
 	}
 	rx__inside = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * RESILIX_KEY=host and a TLS session's SNI name (ADR-446).
+ * ---------------------------------------------------------------------- */
+
+bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
+{
+	struct rx_gate_permit permit;
+	struct rx_guard *g;
+	struct rx_lock *l;
+	struct ending end;
+	uint32_t epoch;
+	uint64_t now;
+	bool moved = false;
+
+	if (!rx__owner_fast())
+		return true;
+	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
+	now = rx__now_ns();
+	g = rx__key_acquire(key, len, now);
+	if (!g)
+		return true;
+	if (g == __atomic_load_n(&e->guard, __ATOMIC_RELAXED)) {
+		rx__key_release(g); /* keyed by that name already */
+		return true;
+	}
+	if (!rx__admit(g, &now, &permit, "tls-name", fd, false)) {
+		rx__key_release(g);
+		return false;
+	}
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch &&
+	    (rx__fd_phase(e) == RX_FD_CONNECTING ||
+	     rx__fd_phase(e) == RX_FD_WAITING) &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		/* The connect's call ends here, a success of what it
+		 * connected to; the request's call is the name's, timed
+		 * from its first write (ADR-192). */
+		end_call_locked(e, RX_FD_WAITING, now, &end);
+		__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+		rx__permit_copy(&e->permit, &permit);
+		e->start_ns = now;
+		e->connected_ns = now;
+		e->first_byte_ns = 0;
+		atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+		moved = true;
+	}
+	rx__unlock(l);
+	if (!moved) {
+		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "race");
+		rx__key_release(g);
+		return true;
+	}
+	/* A call keyed by a name from getaddrinfo holds its address's permit
+	 * (ADR-220): the address takes the connect's success, the name's
+	 * call goes back without evidence. Keyed by the address: a success. */
+	addr_settle(&end.addr, RX_SUCCESS, now, now, "connected");
+	rx__key_settle(end.guard, &end.permit,
+		       end.addr.guard ? RX_REJECTED : RX_SUCCESS, end.start_ns,
+		       now, now, "tls-name");
+	rx__key_release(end.guard);
+	return true;
 }
