@@ -119,8 +119,8 @@ static const struct var vars[] = {
     {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},
     {"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
     {"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
-    /* Which destinations, how keyed, how long a call may take (
-     * ADR-143 to ADR-145). */
+    /* Which destinations, how keyed, how long a call may take
+     * (ADR-143 to ADR-145). */
     {"RESILIX_INCLUDE", F_INCLUDE, K_FILTER, 0, 0,
      "comma-separated CIDR, ip:port, [ipv6]:port or *:port patterns"},
     {"RESILIX_EXCLUDE", F_EXCLUDE, K_FILTER, 0, 0,
