@@ -16,9 +16,11 @@
 #   server's real 57014: a timeout in the metrics' verdict counts.
 # - Healthy output is identical with and without the shim.
 # - With sslmode=require the socket layer sees the SSLRequest and its 'S'
-#   (the connect's call, a success) and then ciphertext, which it stops
-#   judging (ADR-410): the 08006 session trips nothing, and no call is
-#   refused (docs/limits.md, until a layer reads the TLS plaintext).
+#   (the connect's call, a success); the TLS layer then feeds the module
+#   libssl's plaintext, a start-up again (ADR-410): healthy output is
+#   identical, and the 08006 session trips through TLS exactly as in the
+#   clear - 5 at the server, the 6th refused at its SSL_write, psql's
+#   connection lost at once, the next psql refused at connect.
 . "$(dirname "$0")/lib.sh"
 . "$RESILIX_SRCDIR/tests/support/pg_cluster.sh"
 rx_need psql python3 timeout
@@ -136,18 +138,25 @@ rx_shim RESILIX_LOG=info psql "$(conn require)" -Atc "$q" \
 rx_assert_eq "psql (TLS) exit status under the shim" 0 "$?"
 cmp -s "$RX_TMP/plain-tls.out" "$RX_TMP/shim-tls.out" ||
 	rx_fail "psql (TLS) output differs under the shim"
-m=$RX_TMP/mtls.prom err=$RX_TMP/tls.err
+st=$RX_TMP/state-tls m=$RX_TMP/mtls.prom err=$RX_TMP/tls.err
 rx_dump_on_fail "$err"
 before=$(at_server 'DO')
-rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$m" \
-	psql "$(conn require)" -f <(raise 08006 10) >/dev/null 2>"$err"
-rx_assert_eq "psql (TLS) exit status" 0 "$?"
-rx_assert_eq "08006 statements over TLS that reached the server" 10 \
+rx_shim "${guard[@]}" RESILIX_LOG=debug RESILIX_STATE_FILE="$st" \
+	RESILIX_METRICS_FILE="$m" psql "$(conn require)" -f "$RX_TMP/08006.sql" \
+	>"$RX_TMP/tls.out" 2>"$err"
+rx_assert_eq "psql (TLS) lost its connection at the refusal (exit 2)" 2 "$?"
+rx_assert_eq "08006 statements over TLS that reached the server" 5 \
 	$(($(at_server 'DO') - before))
-rx_assert_eq "transitions (TLS)" "" "$(rx_transitions "$err")"
-rx_assert_no_grep "nothing refused (TLS)" 'event=refused' "$err"
-rx_assert_eq "verdicts (TLS: the SSLRequest's answer only)" \
-	"1 0 0 0 0 0" "$(verdicts "$m")"
+rx_assert_eq "transitions (TLS)" "closed>open" "$(rx_transitions "$err")"
+rx_assert_grep "the 6th statement over TLS was refused at its write" \
+	'event=refused reason=circuit-open .*at=write' "$err"
+rx_assert_grep "psql (TLS) saw the connection end" 'connection to server was lost' "$err"
+rx_assert_eq "verdicts (TLS: the SSLRequest's S, the start-up, 5 errors)" \
+	"2 0 0 5 0 0" "$(verdicts "$m")"
+rx_shim RESILIX_LOG=info RESILIX_OPEN_MS=30000 RESILIX_STATE_FILE="$st" \
+	psql "$(conn require)" -Atc 'select 1' >"$RX_TMP/next-tls.out" 2>&1
+rx_assert_eq "the next psql (TLS) fails (exit 2)" 2 "$?"
+rx_assert_grep "refused at connect (TLS)" 'Connection refused' "$RX_TMP/next-tls.out"
 
 rx_pg_stop
 rx_pass
