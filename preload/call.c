@@ -42,6 +42,7 @@
 
 #include "admit.h"
 #include "call.h"
+#include "call_framed.h"
 #include "dns.h"
 #include "errclass.h"
 #include "fdtable.h"
@@ -799,20 +800,6 @@ static bool start_call(struct rx_op *op)
 	return true;
 }
 
-/* Keep the bytes of a tracked write for its end step (ADR-408): a single
- * buffer by value (its iovec may be the wrapper's, on a frame that ends
- * before the end step), an array by pointer (the program's own). */
-static inline void keep_iov(struct rx_op *op, const struct iovec *iov,
-			    int iovcnt)
-{
-	op->iovcnt = iovcnt;
-	op->iov = iov;
-	if (iov && iovcnt == 1) {
-		op->one = iov[0];
-		op->iov = &op->one;
-	}
-}
-
 /*
  * errno: nothing on the way to a tracked or passed-through write sets it
  * (the admission's wait and the settlements put it back themselves), so
@@ -863,12 +850,7 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 			goto pass;
 		}
 		if (!start_call(op)) {
-			/* A client that reads on after a failed write, for the
-			 * server's reason (libpq), would wait for an answer to
-			 * a request never sent: where the module says so, the
-			 * refusal ends the reading side too (ADR-411). */
-			if (rx__proto_refusal_ends_reads(&e->proto))
-				(void)rx__real_shutdown(fd, SHUT_RD);
+			rx__call_refused(fd, e); /* ADR-411 */
 			rx__inside = 0;
 			return RX_OP_REFUSE;
 		}
@@ -882,26 +864,15 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	if (len > 0 && !op->cipher &&
 	    !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
-	op->iovcnt = -1; /* the bytes are not kept */
-	/* Ciphertext is not the module's to frame: the TLS layer feeds it
-	 * the plaintext (ADR-410, ADR-440). */
-	if (!op->cipher && rx__proto_frames_writes(&e->proto))
-		keep_iov(op, iov, iovcnt);
+	rx__call_keep_framed(op, iov, iovcnt); /* ADR-408 */
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
 		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	return RX_OP_TRACK;
 idle:
-	/* A write that starts no call on an answered connection: a module
-	 * that frames every byte written still reads it (ADR-408). */
-	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active && !op->cipher &&
-	    rx__proto_frames_writes(&e->proto) && rx__owner_fast()) {
-		op->phase = (uint8_t)ph;
-		op->epoch =
-		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
-		keep_iov(op, iov, iovcnt);
-		return RX_OP_TRACK;
-	}
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active &&
+	    rx__call_track_idle(op, ph, iov, iovcnt))
+		return RX_OP_TRACK; /* a framed module's bytes (ADR-408) */
 pass:
 	rx__inside = 0;
 	return RX_OP_PASS;
@@ -929,39 +900,6 @@ static bool answered_early(struct rx_op *op)
 	return true;
 }
 
-/*
- * The @n bytes @op sent, to a module that frames the bytes written
- * (ADR-408). It may say the connection carries no call (released, no
- * evidence: a PostgreSQL CancelRequest) or that it stopped framing (an
- * answered connection then stops being tracked; a call in flight is left
- * to the default rule at its first byte). Bytes of another call's epoch
- * (a race with a close or a reconnect) are not this connection's.
- */
-static void wrote(struct rx_op *op, size_t n)
-{
-	struct rx_fd *e = op->e;
-	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
-	enum rx_fd_phase ph;
-	struct rx_lock *l;
-
-	if (!rx__owner_fast() || op->iovcnt < 0)
-		return;
-	l = rx__fd_lock(e);
-	rx__lock(l);
-	ph = rx__fd_phase(e);
-	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) ==
-		op->epoch &&
-	    ph != RX_FD_UNTRACKED && ph != RX_FD_DONE) {
-		w = rx__proto_wrote(&e->proto, op->iov, op->iovcnt, n);
-		if (w == RX_PROTO_WROTE_UNFRAMED && ph == RX_FD_IDLE)
-			atomic_store_explicit(&e->phase, RX_FD_DONE,
-					      memory_order_release);
-	}
-	rx__unlock(l);
-	if (w == RX_PROTO_WROTE_NO_CALL)
-		fail_call(op, RX_REJECTED, "no-call");
-}
-
 void rx__write_end(struct rx_op *op, ssize_t n)
 {
 	int err;
@@ -969,8 +907,10 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 	if (n > 0) {
 		if (op->phase == RX_FD_CONNECTING)
 			connected(op);
-		if (rx__proto_frames_writes(&op->e->proto))
-			wrote(op, (size_t)n);
+		if (rx__proto_frames_writes(&op->e->proto) &&
+		    rx__owner_fast() &&
+		    rx__call_wrote(op, (size_t)n) == RX_PROTO_WROTE_NO_CALL)
+			fail_call(op, RX_REJECTED, "no-call");
 		rx__inside = 0;
 		return;
 	}
