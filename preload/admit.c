@@ -73,6 +73,35 @@ struct key_wait {
 };
 static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
 
+/*
+ * Outstanding deadlines (ADR-382), beside guard_locks (same index), only
+ * with RESILIX_TIMEOUT_MS set: a FIFO of the calls admitted on the key,
+ * each with its deadline and a copy of its permit. The timeout is one
+ * constant, so arrival order is deadline order. Each admission or
+ * settlement on the key settles, under the guard lock it holds anyway,
+ * the entries whose deadline has passed as timeouts; a call's own end
+ * claims its entry first, and finds it gone when it was settled so: its
+ * late answer is then no evidence and releases nothing. An entry holds
+ * its sequence number's low 16 bits (0: settled, by either) and its
+ * owner (the call's fd record, which has one call armed at a time): the
+ * call keeps both, and finds its entry by them. A full ring arms nothing: the call is
+ * judged at its own end, as without the ring. Read and written under the
+ * key's guard lock; mapped at start-up, untouched pages cost nothing.
+ */
+#define DL_RING 64 /* entries per key (a power of two) */
+#define DL_SWEEP_MAX 8 /* most timeouts settled by one admission */
+struct dl_entry {
+	uint64_t deadline_ns;
+	const void *owner;
+	uint16_t seq; /* 0: settled */
+	struct rx_gate_permit permit;
+};
+struct key_deadlines {
+	uint64_t head, tail; /* entries head+1..tail, at seq % DL_RING */
+	struct dl_entry e[DL_RING];
+};
+static struct key_deadlines *key_deadlines; /* NULL: no RESILIX_TIMEOUT_MS */
+
 /* Longest single sleep of a waiter: bounds the cost of a missed wake. */
 #define WAIT_SLICE_MS 10
 /* At most one limit-change line per key per this long (ADR-138). */
@@ -214,6 +243,88 @@ static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 	return syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
 		       NULL, 0) == 0 ||
 	       errno != EINTR;
+}
+
+/* ------------------------------------------------------------------------
+ * Outstanding deadlines (ADR-382). All under the key's guard lock.
+ * ---------------------------------------------------------------------- */
+
+/* Arm a deadline for the call @permit admitted on slot @slot at @now:
+ * its sequence number, or 0 when the ring is full (nothing armed). */
+static uint16_t dl_push(uint32_t slot, uint64_t now,
+			const struct rx_gate_permit *permit, const void *owner)
+{
+	struct key_deadlines *kd = &key_deadlines[slot];
+
+	while (kd->tail - kd->head < DL_RING) {
+		struct dl_entry *x = &kd->e[++kd->tail % DL_RING];
+
+		x->seq = (uint16_t)kd->tail;
+		if (x->seq == 0)
+			continue; /* 0 means settled: this place stays so */
+		x->owner = owner;
+		x->deadline_ns = now + rx__cfg.timeout_ms * RX_NS_PER_MS;
+		rx__permit_copy(&x->permit, permit);
+		return x->seq;
+	}
+	return 0;
+}
+
+/* The call of @seq ends on its own: take its entry out. false: the entry
+ * is gone - the call was settled as a timeout when its deadline passed. */
+static bool dl_claim(uint32_t slot, const void *owner, uint16_t seq)
+{
+	struct dl_entry *x = &key_deadlines[slot].e[seq % DL_RING];
+
+	if (x->seq != seq || x->owner != owner)
+		return false;
+	x->seq = 0;
+	return true;
+}
+
+/* Settle as timeouts, at @now, the calls on slot @slot whose deadline has
+ * passed (at most DL_SWEEP_MAX), and drop the entries their calls settled
+ * themselves. Returns how many timed out. */
+static unsigned dl_sweep(struct rx_guard *g, uint32_t slot, uint64_t now)
+{
+	struct key_deadlines *kd = &key_deadlines[slot];
+	struct rx_observation obs;
+	unsigned n = 0;
+
+	obs.verdict = RX_TIMEOUT;
+	obs.latency_us = rx__cfg.timeout_ms * (RX_NS_PER_MS / RX_NS_PER_US);
+	obs.now_ns = now;
+	while (kd->head != kd->tail) {
+		struct dl_entry *x = &kd->e[(kd->head + 1) % DL_RING];
+
+		if (x->seq != 0) {
+			if (x->deadline_ns >= now || n == DL_SWEEP_MAX)
+				break;
+			rx_guard_settle(g, &x->permit, &obs);
+			if (rx__metrics_on)
+				rx__metrics_observe(slot, g, &obs);
+			x->seq = 0;
+			n++;
+		}
+		kd->head++;
+	}
+	return n;
+}
+
+/* After a sweep that settled @n calls of @g: what a settlement does once
+ * the lock is dropped. @waiters: the guard's, read under the lock. */
+static void dl_report(struct rx_guard *g, uint32_t slot, unsigned n,
+		      uint32_t waiters)
+{
+	if (n == 0)
+		return;
+	rx__state_touched();
+	if (waiters > 0)
+		wake_waiters(&key_waits[slot]);
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=deadline-passed settled=%u", key_of(g),
+			n);
 }
 
 /*
@@ -545,8 +656,10 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
  * errno: only the wait makes system calls that may set it, and it puts
  * errno back itself, so the common path reads errno not at all (ADR-185).
  */
-bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
-	       const char *where, int fd, bool dontwait)
+static bool admit_impl(struct rx_guard *g, uint64_t *now,
+		       struct rx_gate_permit *permit, const char *where,
+		       int fd, bool dontwait, const void *owner,
+		       uint16_t *seq)
 {
 	/* Optimistic: most calls are admitted at once, and whether the
 	 * caller may wait costs a system call, asked only when it matters. */
@@ -558,11 +671,23 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	enum rx_decision d;
 	struct watch w;
 
+	unsigned timed_out = 0;
+	uint32_t slot = 0, waiters = 0;
+
 	rx__lock(l);
 	watch_begin(&w, g, *now);
+	if (key_deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
+		slot = rx_registry_index(registry, g);
+		timed_out = dl_sweep(g, slot, *now);
+		waiters = timed_out ? rx_guard_waiters(g) : 0;
+	}
 	d = rx_guard_admit(g, &ctx, permit, &why);
+	if (d == RX_ADMIT && seq && key_deadlines)
+		*seq = dl_push(slot, *now, permit, owner);
 	watch_end(&w, g, *now);
 	rx__unlock(l);
+	if (timed_out)
+		dl_report(g, slot, timed_out, waiters);
 	watch_report(&w, g, *now);
 	if (d == RX_ADMIT)
 		return true;
@@ -590,8 +715,20 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 				      : wait_again(g, now, permit, where, fd,
 						   &why);
 
+			if (ok && seq && key_deadlines) {
+				/* Admitted after a wait: its deadline counts
+				 * from now, as its start does. */
+				rx__lock(l);
+				*seq = dl_push(slot, *now, permit, owner);
+				rx__unlock(l);
+			}
 			errno = saved;
 			return ok;
+		}
+		if (d == RX_ADMIT && seq && key_deadlines) {
+			rx__lock(l);
+			*seq = dl_push(slot, *now, permit, owner);
+			rx__unlock(l);
 		}
 		errno = saved;
 		if (d == RX_ADMIT)
@@ -603,6 +740,20 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	if (rx__metrics_on)
 		rx__metrics_tick(*now, false);
 	return false;
+}
+
+bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	       const char *where, int fd, bool dontwait)
+{
+	return admit_impl(g, now, permit, where, fd, dontwait, NULL, NULL);
+}
+
+bool rx__admit_call(struct rx_guard *g, uint64_t *now,
+		    struct rx_gate_permit *permit, const char *where, int fd,
+		    bool dontwait, const void *owner, uint16_t *seq)
+{
+	*seq = 0;
+	return admit_impl(g, now, permit, where, fd, dontwait, owner, seq);
 }
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
@@ -661,6 +812,17 @@ static void log_limit_change(struct rx_guard *g,
 		key_of(g), ls->limit, ls->in_flight, ls->queued, lat);
 }
 
+/* A call's own end found it settled already, as a timeout when its
+ * deadline passed (ADR-382): its answer is no evidence. No lock held. */
+static void settle_skipped(struct rx_guard *g, const char *at)
+{
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=settle-skipped reason=deadline-passed "
+			"at=%s",
+			key_of(g), at);
+}
+
 /*
  * settle with every hook that may be on: breaker transitions and limit
  * changes (log level info), the debug line, the metrics file.
@@ -668,8 +830,9 @@ static void log_limit_change(struct rx_guard *g,
 static __attribute__((noinline)) void
 settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	      enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-	      uint64_t now, const char *at)
+	      uint64_t now, const char *at, const void *owner, uint16_t seq)
 {
+	unsigned timed_out = 0;
 	uint32_t slot = rx_registry_index(registry, g);
 	struct rx_observation obs;
 	struct rx_lock *l = &guard_locks[slot];
@@ -684,16 +847,25 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
+	if (seq != 0 && !dl_claim(slot, owner, seq)) {
+		rx__unlock(l);
+		settle_skipped(g, at);
+		return;
+	}
 	watch_begin(&w, g, now);
 	rx_guard_settle(g, permit, &obs);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
+	if (key_deadlines)
+		timed_out = dl_sweep(g, slot, now);
 	watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(&key_waits[slot]);
+	if (timed_out)
+		dl_report(g, slot, timed_out, 0);
 	/* Checked here, not only in rx__log: the arguments (a registry
 	 * lookup for the key) cost more than the check (ADR-146). */
 	if (rx__log_enabled(RX_LOG_DEBUG))
@@ -716,16 +888,19 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
  * (ADR-185); it does exactly what settle_hooked does with its hooks off.
  * Preserves errno.
  */
-void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
-		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-		    uint64_t now, const char *at)
+static inline __attribute__((always_inline)) void
+settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+       enum rx_verdict v, uint64_t start_ns, uint64_t end_ns, uint64_t now,
+       const char *at, const void *owner, uint16_t seq)
 {
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t slot, waiters;
+	unsigned timed_out = 0;
 
 	if (hooks_on) {
-		settle_hooked(g, permit, v, start_ns, end_ns, now, at);
+		settle_hooked(g, permit, v, start_ns, end_ns, now, at, owner,
+			      seq);
 		return;
 	}
 	slot = rx_registry_index(registry, g);
@@ -736,11 +911,34 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
+	if (seq != 0 && !dl_claim(slot, owner, seq)) {
+		rx__unlock(l);
+		return; /* settled when its deadline passed (ADR-382) */
+	}
 	rx_guard_settle(g, permit, &obs);
+	if (key_deadlines)
+		timed_out = dl_sweep(g, slot, now);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(&key_waits[slot]);
+	if (timed_out)
+		dl_report(g, slot, timed_out, 0);
+}
+
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now, const char *at)
+{
+	settle(g, permit, v, start_ns, end_ns, now, at, NULL, 0);
+}
+
+void rx__key_settle_call(struct rx_guard *g,
+			 const struct rx_gate_permit *permit, enum rx_verdict v,
+			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
+			 const char *at, const void *owner, uint16_t seq)
+{
+	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq);
 }
 
 struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
@@ -805,7 +1003,10 @@ int rx__admit_setup(const char **what)
 
 	guard_locks = map_per_key(sizeof(struct rx_lock));
 	key_waits = map_per_key(sizeof(struct key_wait));
-	if (!guard_locks || !key_waits) {
+	if (rx__cfg.timeout_ms > 0) /* ADR-382 */
+		key_deadlines = map_per_key(sizeof(struct key_deadlines));
+	if (!guard_locks || !key_waits ||
+	    (rx__cfg.timeout_ms > 0 && !key_deadlines)) {
 		*what = "cannot map the key locks";
 		return RX_ENOMEM;
 	}

@@ -84,6 +84,8 @@ struct ending {
 	struct rx_guard *guard;
 	struct rx_gate_permit permit;
 	uint64_t start_ns, end_ns;
+	uint16_t dl_seq; /* its deadline on the key (ADR-382), or 0 */
+	const struct rx_fd *owner;
 	struct addr_hold addr; /* the connect's address (ADR-220) */
 };
 
@@ -114,6 +116,9 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
 	rx__permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
+	out->dl_seq = e->dl_seq;
+	out->owner = e;
+	e->dl_seq = 0;
 	take_addr_locked(e, &out->addr);
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
 }
@@ -146,8 +151,9 @@ static inline __attribute__((always_inline)) void
 finish(struct ending *end, const struct verdicts *vs, uint64_t now)
 {
 	addr_settle(&end->addr, vs->addr, end->end_ns, now, vs->at);
-	rx__key_settle(end->guard, &end->permit, vs->call, end->start_ns,
-		       end->end_ns, now, vs->at);
+	rx__key_settle_call(end->guard, &end->permit, vs->call, end->start_ns,
+			    end->end_ns, now, vs->at, end->owner,
+			    end->dl_seq);
 }
 
 /*
@@ -428,6 +434,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	struct rx_fd *e;
 	struct rx_lock *l;
 	uint64_t dev, ino;
+	uint16_t dl_seq;
 	size_t klen;
 	int saved = errno;
 	int type = 0;
@@ -529,7 +536,9 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		return RX_OP_REFUSE;
 	}
 	g = rx__key_acquire(key, klen, now);
-	if (!g || !rx__admit(g, &now, &permit, "connect", fd, false)) {
+	if (!g ||
+	    !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
+			    &dl_seq)) {
 		addr_settle(&ah, RX_REJECTED, now, now, "refused");
 		if (!g)
 			goto pass;
@@ -542,6 +551,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* Atomic: start_call reads it without the lock (ADR-186). */
 	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
 	rx__permit_copy(&e->permit, &permit);
+	e->dl_seq = dl_seq;
 	e->addr_guard = ah.guard;
 	if (ah.guard) {
 		e->addr_count = ah.permit.count < 2 ? ah.permit.count : 2;
@@ -726,6 +736,7 @@ static bool start_call(struct rx_op *op)
 	struct rx_guard *g;
 	struct rx_lock *l;
 	uint32_t epoch;
+	uint16_t dl_seq;
 	uint64_t now;
 
 	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
@@ -733,13 +744,15 @@ static bool start_call(struct rx_op *op)
 	if (!g || rx__fd_phase(e) != RX_FD_IDLE)
 		return true;
 	now = rx__now_ns();
-	if (!rx__admit(g, &now, &permit, "write", op->fd, op->dontwait))
+	if (!rx__admit_call(g, &now, &permit, "write", op->fd, op->dontwait, e,
+			    &dl_seq))
 		return false;
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (rx__fd_phase(e) == RX_FD_IDLE &&
 	    atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch) {
 		rx__permit_copy(&e->permit, &permit);
+		e->dl_seq = dl_seq;
 		e->start_ns = now;
 		e->first_byte_ns = 0;
 		/* This write is the request's first (ADR-192). */
@@ -752,7 +765,8 @@ static bool start_call(struct rx_op *op)
 	}
 	rx__unlock(l);
 	if (g) /* Another thread moved first: not ours. */
-		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "race");
+		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
+				    "race", e, dl_seq);
 	return true;
 }
 

@@ -71,7 +71,9 @@ struct rx_fd {
 	 * The address's guard, pinned from the connect until its outcome is
 	 * known, and its tickets (a guard holds at most two); NULL when the
 	 * call is keyed by address anyway. */
-	uint32_t addr_count;
+	uint16_t addr_count;
+	/* The current call's deadline on its key (admit.h, ADR-382), or 0. */
+	uint16_t dl_seq;
 	struct rx_guard *addr_guard;
 	struct rx_ticket addr_tickets[2];
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));
