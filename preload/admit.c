@@ -656,10 +656,10 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
  * errno: only the wait makes system calls that may set it, and it puts
  * errno back itself, so the common path reads errno not at all (ADR-185).
  */
-static bool admit_impl(struct rx_guard *g, uint64_t *now,
-		       struct rx_gate_permit *permit, const char *where,
-		       int fd, bool dontwait, const void *owner,
-		       uint16_t *seq)
+static inline __attribute__((always_inline)) bool
+admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	   const char *where, int fd, bool dontwait, bool deadlines,
+	   const void *owner, uint16_t *seq)
 {
 	/* Optimistic: most calls are admitted at once, and whether the
 	 * caller may wait costs a system call, asked only when it matters. */
@@ -676,17 +676,17 @@ static bool admit_impl(struct rx_guard *g, uint64_t *now,
 
 	rx__lock(l);
 	watch_begin(&w, g, *now);
-	if (key_deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
+	if (deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
 		slot = rx_registry_index(registry, g);
 		timed_out = dl_sweep(g, slot, *now);
 		waiters = timed_out ? rx_guard_waiters(g) : 0;
 	}
 	d = rx_guard_admit(g, &ctx, permit, &why);
-	if (d == RX_ADMIT && seq && key_deadlines)
+	if (deadlines && d == RX_ADMIT && seq)
 		*seq = dl_push(slot, *now, permit, owner);
 	watch_end(&w, g, *now);
 	rx__unlock(l);
-	if (timed_out)
+	if (deadlines && timed_out)
 		dl_report(g, slot, timed_out, waiters);
 	watch_report(&w, g, *now);
 	if (d == RX_ADMIT)
@@ -715,7 +715,7 @@ static bool admit_impl(struct rx_guard *g, uint64_t *now,
 				      : wait_again(g, now, permit, where, fd,
 						   &why);
 
-			if (ok && seq && key_deadlines) {
+			if (deadlines && ok && seq) {
 				/* Admitted after a wait: its deadline counts
 				 * from now, as its start does. */
 				rx__lock(l);
@@ -725,7 +725,7 @@ static bool admit_impl(struct rx_guard *g, uint64_t *now,
 			errno = saved;
 			return ok;
 		}
-		if (d == RX_ADMIT && seq && key_deadlines) {
+		if (deadlines && d == RX_ADMIT && seq) {
 			rx__lock(l);
 			*seq = dl_push(slot, *now, permit, owner);
 			rx__unlock(l);
@@ -742,10 +742,25 @@ static bool admit_impl(struct rx_guard *g, uint64_t *now,
 	return false;
 }
 
+/* With RESILIX_TIMEOUT_MS set: admit_impl with the deadlines' work
+ * (ADR-382), apart, so the path without it stays as it was. */
+static __attribute__((noinline)) bool
+admit_deadlined(struct rx_guard *g, uint64_t *now,
+		struct rx_gate_permit *permit, const char *where, int fd,
+		bool dontwait, const void *owner, uint16_t *seq)
+{
+	return admit_impl(g, now, permit, where, fd, dontwait, true, owner,
+			  seq);
+}
+
 bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	       const char *where, int fd, bool dontwait)
 {
-	return admit_impl(g, now, permit, where, fd, dontwait, NULL, NULL);
+	if (__builtin_expect(key_deadlines != NULL, 0))
+		return admit_deadlined(g, now, permit, where, fd, dontwait,
+				       NULL, NULL);
+	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
+			  NULL);
 }
 
 bool rx__admit_call(struct rx_guard *g, uint64_t *now,
@@ -753,7 +768,11 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 		    bool dontwait, const void *owner, uint16_t *seq)
 {
 	*seq = 0;
-	return admit_impl(g, now, permit, where, fd, dontwait, owner, seq);
+	if (__builtin_expect(key_deadlines != NULL, 0))
+		return admit_deadlined(g, now, permit, where, fd, dontwait,
+				       owner, seq);
+	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
+			  NULL);
 }
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
@@ -896,13 +915,16 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t slot, waiters;
-	unsigned timed_out = 0;
 
+	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
+	 * the hooked path's (ADR-382), and seq is 0 without them. */
 	if (hooks_on) {
 		settle_hooked(g, permit, v, start_ns, end_ns, now, at, owner,
 			      seq);
 		return;
 	}
+	(void)owner;
+	(void)seq;
 	slot = rx_registry_index(registry, g);
 	l = &guard_locks[slot];
 	obs.verdict = v;
@@ -911,19 +933,11 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
-	if (seq != 0 && !dl_claim(slot, owner, seq)) {
-		rx__unlock(l);
-		return; /* settled when its deadline passed (ADR-382) */
-	}
 	rx_guard_settle(g, permit, &obs);
-	if (key_deadlines)
-		timed_out = dl_sweep(g, slot, now);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(&key_waits[slot]);
-	if (timed_out)
-		dl_report(g, slot, timed_out, 0);
 }
 
 void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
@@ -1018,7 +1032,7 @@ int rx__admit_setup(const char **what)
 
 void rx__admit_hooks(bool on)
 {
-	hooks_on = on;
+	hooks_on = on || key_deadlines != NULL;
 }
 
 struct rx_registry *rx__admit_registry(void)

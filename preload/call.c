@@ -116,9 +116,10 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
 	rx__permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
+	/* Read only by a settlement of this call: a later end of the
+	 * record (close when idle) settles no call (ADR-382). */
 	out->dl_seq = e->dl_seq;
 	out->owner = e;
-	e->dl_seq = 0;
 	take_addr_locked(e, &out->addr);
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
 }
