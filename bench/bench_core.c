@@ -11,8 +11,8 @@
  *   limiter   rx_limiter_admit + rx_limiter_settle on one Vegas limiter
  *   guard-br  rx_guard_admit + rx_guard_settle, breaker only (limiter off)
  *   guard     rx_guard_admit + rx_guard_settle with the default policies:
- *             breaker and limiter together (gate, counters); the figure
- *             issue 5 asks for (target <= 40 ns single-threaded)
+ *             breaker and limiter together (gate, counters); the
+ *             figure to hold at <= 40 ns single-threaded
  *   registry  what the shim does per call: rx_registry_acquire under a
  *             registry mutex, admit + settle under a per-key mutex,
  *             rx_registry_release under the registry mutex

@@ -54,12 +54,18 @@
 #include "log.h"
 #include "metrics.h"
 #include "runtime.h"
+#include "shared.h"
 #include "state.h"
 #include "symbols.h"
 
 static struct rx_registry *registry;
-static struct rx_lock registry_lock;
+/* The registry lock: this process's own, or the shared segment's. */
+static struct rx_lock own_registry_lock;
+static struct rx_lock *registry_lock = &own_registry_lock;
 static struct rx_lock *guard_locks; /* rx__cfg.registry.max_keys of them */
+/* FUTEX_PRIVATE_FLAG, or 0 when the wait words are in a shared segment
+ * that other processes' settlements wake (ADR-480). */
+static int futex_private = FUTEX_PRIVATE_FLAG;
 
 /*
  * Per-key state of the limiter's executor, beside guard_locks (same
@@ -101,6 +107,42 @@ struct key_deadlines {
 	struct dl_entry e[DL_RING];
 };
 static struct key_deadlines *key_deadlines; /* NULL: no RESILIX_TIMEOUT_MS */
+
+/*
+ * With RESILIX_SHARED, what this process holds on a key (shared.h): the
+ * shared counters read before a guard call and the change after it, both
+ * under the key's lock, added to this process's hold row - so a process
+ * that dies gives back exactly what it took (ADR-483). Two branches on a
+ * word set at start-up when the segment is off.
+ */
+struct mark {
+	bool on;
+	uint32_t calls, lim, probes, queued;
+};
+
+static inline void mark_begin(struct mark *m, const struct rx_guard *g)
+{
+	m->on = rx__shared_on;
+	if (!m->on)
+		return;
+	m->calls = g->in_flight;
+	m->lim = g->limiter.in_flight;
+	m->probes = g->breaker.probes_in_flight;
+	m->queued = g->limiter.queued;
+}
+
+static inline void mark_end(const struct mark *m, struct rx_guard *g)
+{
+	struct rx_shm_hold *h;
+
+	if (!m->on)
+		return;
+	h = &rx__shm_holds[rx_registry_index(registry, g)];
+	h->calls += (int32_t)(g->in_flight - m->calls);
+	h->lim += (int32_t)(g->limiter.in_flight - m->lim);
+	h->probes += (int32_t)(g->breaker.probes_in_flight - m->probes);
+	h->queued += (int32_t)(g->limiter.queued - m->queued);
+}
 
 /* Longest single sleep of a waiter: bounds the cost of a missed wake. */
 #define WAIT_SLICE_MS 10
@@ -228,7 +270,7 @@ static void wake_waiters(struct key_wait *kw)
 	int saved = errno;
 
 	atomic_fetch_add_explicit(&kw->wake_seq, 1, memory_order_release);
-	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+	syscall(SYS_futex, &kw->wake_seq, FUTEX_WAKE | futex_private, INT32_MAX, NULL,
 		NULL, 0);
 	errno = saved;
 }
@@ -240,7 +282,7 @@ static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 	struct timespec ts = {(time_t)(ns / UINT64_C(1000000000)),
 			      (long)(ns % UINT64_C(1000000000))};
 
-	return syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
+	return syscall(SYS_futex, &kw->wake_seq, FUTEX_WAIT | futex_private, seq, &ts,
 		       NULL, 0) == 0 ||
 	       errno != EINTR;
 }
@@ -377,11 +419,15 @@ static RX_TLS struct {
 static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
 			     uint64_t place, bool refused)
 {
+	struct mark m;
+
 	waiting.g = NULL;
+	mark_begin(&m, g);
 	if (place == PLACE_NONE)
 		rx_guard_wait_end(g, RX_REASON_NONE);
 	else
 		rx_guard_cancel_wait(g, place, refused);
+	mark_end(&m, g);
 	rx__unlock(l);
 	wake_waiters(key_wait_of(g));
 }
@@ -498,10 +544,14 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
 		struct watch w;
 
+		struct mark m;
+
 		ctx.now_ns = *now;
 		rx__lock(l);
 		watch_begin(&w, g, *now);
+		mark_begin(&m, g);
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
+		mark_end(&m, g);
 		if (d != RX_QUEUE)
 			waiting.g = NULL; /* the place ended */
 		watch_end(&w, g, *now);
@@ -523,6 +573,8 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 			wake_waiters(kw);
 			break;
 		}
+		if (rx__shared_on)
+			rx__shared_sweep(*now, false);
 		if (*now >= deadline) {
 			rx__lock(l);
 			end_place_locked(g, l, place, true);
@@ -581,6 +633,7 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 	uint64_t start = *now, deadline = wait_deadline(*now, fd);
 	uint64_t place = 0, wake;
 	enum rx_decision d;
+	struct mark m = {false, 0, 0, 0, 0};
 
 	waiting.place = PLACE_NONE;
 	waiting.g = g;
@@ -619,10 +672,12 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 		*now = rx__now_ns();
 		ctx.now_ns = *now;
 		rx__lock(l);
+		mark_begin(&m, g);
 		d = rx_guard_admit(g, &ctx, permit, why);
 		if (d == RX_QUEUE && why->reason == RX_REASON_LIMITER_FULL &&
 		    rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
+		mark_end(&m, g);
 		if (d != RX_QUEUE || why->reason == RX_REASON_LIMITER_FULL) {
 			waiting.g = NULL;
 			rx_guard_wait_end(g, RX_REASON_NONE);
@@ -670,12 +725,14 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	uint64_t place = 0;
 	enum rx_decision d;
 	struct watch w;
+	struct mark m = {false, 0, 0, 0, 0};
 
 	unsigned timed_out = 0;
 	uint32_t slot = 0, waiters = 0;
 
 	rx__lock(l);
 	watch_begin(&w, g, *now);
+	mark_begin(&m, g);
 	if (deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
 		slot = rx_registry_index(registry, g);
 		timed_out = dl_sweep(g, slot, *now);
@@ -684,6 +741,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	d = rx_guard_admit(g, &ctx, permit, &why);
 	if (deadlines && d == RX_ADMIT && seq)
 		*seq = dl_push(slot, *now, permit, owner);
+	mark_end(&m, g);
 	watch_end(&w, g, *now);
 	rx__unlock(l);
 	if (deadlines && timed_out)
@@ -701,12 +759,14 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		    !dontwait && rx__cfg.queue_timeout_ms > 0 &&
 		    (fd < 0 || rx__fd_blocking(fd)); /* fd < 0: curl.c */
 		rx__lock(l);
+		mark_begin(&m, g);
 		d = rx_guard_admit(g, &ctx, permit, &why);
 		if (d == RX_QUEUE && why.reason != RX_REASON_LIMITER_FULL)
 			rx_guard_wait_begin(g); /* a token, a slot (ADR-464) */
 		else if (d == RX_QUEUE &&
 			 rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
+		mark_end(&m, g);
 		rx__unlock(l);
 		if (d == RX_QUEUE) {
 			bool ok = why.reason == RX_REASON_LIMITER_FULL
@@ -735,6 +795,11 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 			return true;
 	}
 	log_refused(g, &why, where, 0);
+	/* Slots a dead process holds may be what refused this call: give
+	 * them back (at most twice a second host-wide; system calls, on a
+	 * refusal only). */
+	if (rx__shared_on)
+		rx__shared_sweep(*now, false);
 	/* A refusal storm changes the refusal counters the most: let it
 	 * drive the metrics file too (no lock held here). */
 	if (rx__metrics_on)
@@ -859,6 +924,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	uint32_t waiters;
 	bool log_limit;
 	struct watch w;
+	struct mark m = {false, 0, 0, 0, 0};
 
 	obs.verdict = v;
 	obs.latency_us =
@@ -872,11 +938,13 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 		return;
 	}
 	watch_begin(&w, g, now);
+	mark_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
 	if (key_deadlines)
 		timed_out = dl_sweep(g, slot, now);
+	mark_end(&m, g);
 	watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
@@ -915,6 +983,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t slot, waiters;
+	struct mark m;
 
 	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
 	 * the hooked path's (ADR-382), and seq is 0 without them. */
@@ -933,7 +1002,9 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
+	mark_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
+	mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (waiters > 0)
@@ -959,9 +1030,13 @@ struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
 {
 	struct rx_guard *g;
 
-	rx__lock(&registry_lock);
+	rx__lock(registry_lock);
 	g = rx_registry_acquire(registry, key, len, now);
-	rx__unlock(&registry_lock);
+	if (g && rx__shared_on)
+		rx__shm_holds[rx_registry_index(registry, g)].pins++;
+	rx__unlock(registry_lock);
+	if (rx__shared_on && rx__shared_sweep_due())
+		rx__shared_sweep(now, true);
 	if (!g && !atomic_exchange(&warned_registry_full, true))
 		rx__log(RX_LOG_WARN,
 			"key=%s event=registry-full max_keys=%u "
@@ -972,9 +1047,11 @@ struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
 
 void rx__key_release(struct rx_guard *g)
 {
-	rx__lock(&registry_lock);
+	rx__lock(registry_lock);
+	if (rx__shared_on)
+		rx__shm_holds[rx_registry_index(registry, g)].pins--;
 	rx_registry_release(registry, g);
-	rx__unlock(&registry_lock);
+	rx__unlock(registry_lock);
 }
 
 /* ------------------------------------------------------------------------
@@ -1013,8 +1090,19 @@ static void *map_per_key(size_t size)
 
 int rx__admit_setup(const char **what)
 {
+	struct rx_shm_view v;
 	int rc;
 
+	/* RESILIX_SHARED: the registry, its locks and the wait words live
+	 * in the segment; refused or unset, in this process (ADR-480). */
+	if (rx__shared_setup(&rx__cfg, sizeof(struct key_wait), &v) == 1) {
+		registry = v.registry;
+		registry_lock = v.registry_lock;
+		guard_locks = v.guard_locks;
+		key_waits = v.waits;
+		futex_private = 0;
+		return RX_OK;
+	}
 	guard_locks = map_per_key(sizeof(struct rx_lock));
 	key_waits = map_per_key(sizeof(struct key_wait));
 	if (rx__cfg.timeout_ms > 0) /* ADR-382 */
@@ -1042,7 +1130,7 @@ struct rx_registry *rx__admit_registry(void)
 
 struct rx_lock *rx__admit_registry_lock(void)
 {
-	return &registry_lock;
+	return registry_lock;
 }
 
 struct rx_lock *rx__admit_guard_locks(void)
@@ -1054,18 +1142,24 @@ void rx__admit_lock_all(void)
 {
 	uint32_t i;
 
-	for (i = 0; i < rx__cfg.registry.max_keys; i++)
-		rx__lock(&guard_locks[i]);
-	rx__lock(&registry_lock);
+	/* Shared: the child copies no registry, so only the registry lock
+	 * is taken - to read this process's pins, which the child's
+	 * inherited connections hold too. */
+	if (!rx__shared_on)
+		for (i = 0; i < rx__cfg.registry.max_keys; i++)
+			rx__lock(&guard_locks[i]);
+	rx__lock(registry_lock);
+	rx__shared_before_fork();
 }
 
 void rx__admit_unlock_all(void)
 {
 	uint32_t i;
 
-	rx__unlock(&registry_lock);
-	for (i = 0; i < rx__cfg.registry.max_keys; i++)
-		rx__unlock(&guard_locks[i]);
+	rx__unlock(registry_lock);
+	if (!rx__shared_on)
+		for (i = 0; i < rx__cfg.registry.max_keys; i++)
+			rx__unlock(&guard_locks[i]);
 }
 
 /* A forked child: drop the limiter places of threads that did not come
@@ -1081,14 +1175,23 @@ void rx__admit_after_fork_child(void)
 {
 	uint32_t i;
 
+	/* Shared locks are the host's: the parent releases the one it took,
+	 * and others may hold the rest. The child takes a slot of its own. */
+	if (rx__shared_on) {
+		rx__shared_after_fork_child();
+		return;
+	}
 	/* Held or not, every lock is free in the child: a lock held by a
 	 * thread that did not come along would never be released. */
-	rx__lock_reset(&registry_lock);
+	rx__lock_reset(registry_lock);
 	for (i = 0; i < rx__cfg.registry.max_keys; i++)
 		rx__lock_reset(&guard_locks[i]);
 }
 
 void rx__admit_drop_waiters(void)
 {
+	/* Shared: the places are the parent's threads', still waiting. */
+	if (rx__shared_on)
+		return;
 	rx_registry_foreach(registry, drop_waiters, NULL);
 }

@@ -561,6 +561,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	}
 	e->start_ns = now;
 	e->first_byte_ns = 0;
+	e->peeked = 0;
 	e->connected_ns = 0;
 	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
@@ -586,6 +587,13 @@ void rx__connect_end(struct rx_op *op, int rc)
 
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected(op);
+	else if (err == EINPROGRESS && !op->again && rx__fd_blocking(op->fd))
+		/* A blocking connect returns EINPROGRESS only when its
+		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
+		 * abandonment at close (ADR-365). */
+		fail_call(op,
+			  rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
+			  "connect-timeout");
 	else if (!rx__pending_errno(err) && err != EALREADY)
 		/* A synchronous failure (ECONNREFUSED on a blocking socket,
 		 * ENETUNREACH...) settles at once. */
@@ -651,9 +659,11 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		rx__proto_reply(&e->proto, iov[i].iov_base, take, &r);
 		/* Time to first byte of the reply that answers: one that
 		 * began in this read resets it, so an interim reply (100
-		 * Continue) does not count as the answer. */
-		if (e->first_byte_ns == 0 || r.began)
+		 * Continue) does not count as the answer - unless a peek
+		 * saw these very bytes arrive first (ADR-360). */
+		if (e->first_byte_ns == 0 || (r.began && !e->peeked))
 			e->first_byte_ns = now;
+		e->peeked = 0;
 		left -= take;
 	}
 	if (iov == NULL) {
@@ -677,6 +687,7 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	}
 	/* Any later call on this connection reuses it (ADR-149). */
 	e->reused = 1;
+	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	/* The last reply ends the framing: an upgrade, or a protocol no
 	 * module reads (ADR-147). Otherwise the next request starts a call. */
 	end_call_locked(e, r.kind == RX_PROTO_LAST ? RX_FD_DONE : RX_FD_IDLE,
@@ -690,16 +701,47 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		rx__fd_forget_stale(op->fd, e, op->epoch);
 }
 
+void rx__read_peeked(struct rx_op *op)
+{
+	struct rx_lock *l;
+	uint64_t now;
+	int saved = errno;
+
+	if (!rx__owner_fast() || foreign_number(op))
+		goto out;
+	now = rx__now_ns();
+	l = lock_call(op);
+	if (l == NULL)
+		goto out;
+	if (op->e->first_byte_ns == 0) {
+		op->e->first_byte_ns = now;
+		op->e->peeked = 1;
+	}
+	rx__unlock(l);
+out:
+	errno = saved;
+}
+
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt)
 {
 	int err;
 
 	if (n > 0) {
-		/* Peeked bytes will be read again: sniff them then. on_bytes
-		 * preserves errno: bytes arrived, errno is not read. */
-		if (!op->peek)
+		/* Peeked bytes will be read again: sniff them then, once;
+		 * their arrival is the first byte's all the same (ADR-360).
+		 * on_bytes preserves errno: bytes arrived, errno is not
+		 * read. */
+		if (op->cipher) {
+			/* Handshake bytes: the connect worked; the answer is
+			 * the TLS layer's to read (ADR-440). */
+			if (op->phase == RX_FD_CONNECTING)
+				connected(op);
+		} else if (op->peek) {
+			rx__read_peeked(op);
+		} else {
 			on_bytes(op, n, iov, iovcnt);
+		}
 		rx__inside = 0;
 		return;
 	}
@@ -756,6 +798,7 @@ static bool start_call(struct rx_op *op)
 		e->dl_seq = dl_seq;
 		e->start_ns = now;
 		e->first_byte_ns = 0;
+		e->peeked = 0;
 		/* This write is the request's first (ADR-192). */
 		atomic_store_explicit(&e->wrote, 1, memory_order_relaxed);
 		rx__proto_next(&e->proto);
@@ -795,9 +838,12 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 	op->again = false;
 	op->peek = false;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->cipher = rx__tls_cipher(fd, e);
+	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	/* Inside curl_easy_perform a new request on a kept-alive
-	 * connection is the curl layer's (ADR-152). */
-	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active) {
+	 * connection is the curl layer's (ADR-152); on a TLS connection,
+	 * the TLS layer's (ADR-440). */
+	if (ph == RX_FD_IDLE && len > 0 && !rx__curl_active && !op->cipher) {
 		if (!rx__owner_fast())
 			goto pass;
 		/* Only a request line starts a call: the rest of a body
@@ -827,7 +873,9 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		goto pass;
 	op->phase = (uint8_t)ph;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
-	if (len > 0 && !atomic_load_explicit(&e->wrote, memory_order_relaxed))
+	/* A TLS handshake's bytes are not the request (ADR-440). */
+	if (len > 0 && !op->cipher &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed))
 		first_write(op, iov, iovcnt); /* once per call (ADR-192) */
 	/* More of the request: no answer awaited until the next read. */
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
@@ -876,7 +924,8 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 			if (!settle_overdue(op))
 				maybe_timeout(op);
 		} else if ((err == ECONNRESET || err == EPIPE) &&
-			   op->phase == RX_FD_WAITING && answered_early(op)) {
+			   op->phase == RX_FD_WAITING && !op->cipher &&
+			   !op->plain && answered_early(op)) {
 			/* judged by the answer */
 		} else if (!rx__pending_errno(err)) {
 			fail_errno(op, err);
@@ -884,4 +933,73 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 		errno = err;
 	}
 	rx__inside = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * RESILIX_KEY=host and a TLS session's SNI name (ADR-446).
+ * ---------------------------------------------------------------------- */
+
+bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
+{
+	struct rx_gate_permit permit;
+	struct rx_guard *g;
+	struct rx_lock *l;
+	struct ending end;
+	uint32_t epoch;
+	uint16_t dl_seq;
+	uint64_t now;
+	bool moved = false;
+
+	if (!rx__owner_fast())
+		return true;
+	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
+	now = rx__now_ns();
+	g = rx__key_acquire(key, len, now);
+	if (!g)
+		return true;
+	if (g == __atomic_load_n(&e->guard, __ATOMIC_RELAXED)) {
+		rx__key_release(g); /* keyed by that name already */
+		return true;
+	}
+	if (!rx__admit_call(g, &now, &permit, "tls-name", fd, false, e,
+			    &dl_seq)) {
+		rx__key_release(g);
+		return false;
+	}
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	if (atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch &&
+	    (rx__fd_phase(e) == RX_FD_CONNECTING ||
+	     rx__fd_phase(e) == RX_FD_WAITING) &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		/* The connect's call ends here, a success of what it
+		 * connected to; the request's call is the name's, timed
+		 * from its first write (ADR-192). */
+		end_call_locked(e, RX_FD_WAITING, now, &end);
+		__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+		rx__permit_copy(&e->permit, &permit);
+		e->dl_seq = dl_seq;
+		e->start_ns = now;
+		e->connected_ns = now;
+		e->first_byte_ns = 0;
+		atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+		moved = true;
+	}
+	rx__unlock(l);
+	if (!moved) {
+		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
+				    "race", e, dl_seq);
+		rx__key_release(g);
+		return true;
+	}
+	/* A call keyed by a name from getaddrinfo holds its address's permit
+	 * (ADR-220): the address takes the connect's success, the name's
+	 * call goes back without evidence. Keyed by the address: a success. */
+	addr_settle(&end.addr, RX_SUCCESS, now, now, "connected");
+	rx__key_settle_call(end.guard, &end.permit,
+			    end.addr.guard ? RX_REJECTED : RX_SUCCESS,
+			    end.start_ns, now, now, "tls-name", end.owner,
+			    end.dl_seq);
+	rx__key_release(end.guard);
+	return true;
 }

@@ -40,9 +40,39 @@ struct rx_op {
 	uint32_t epoch; /* entry epoch at begin */
 	uint8_t phase;	/* entry phase at begin (after any admission) */
 	bool again;	/* connect on a socket whose connect is pending */
-	bool peek;	/* MSG_PEEK: bytes will be read again */
+	bool peek;	/* MSG_PEEK: bytes will be read again (fed then) */
 	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
+	bool cipher;	/* ciphertext of a connection the TLS layer reads:
+			   never a request, never the answer (ADR-440) */
+	bool plain;	/* the TLS layer's plaintext (ADR-440) */
 };
+
+/*
+ * rx__tls_cipher - an operation on record @e (@fd) begins: note the fd
+ * for a TLS library call the TLS layer watches, and say whether the bytes
+ * are ciphertext of a connection whose plaintext the TLS layer feeds, so
+ * that the socket layer judges only what they say about the connection -
+ * connected, an error, EOF - and neither starts nor answers a call with
+ * them (ADR-440). Two thread-local loads when no TLS library is involved.
+ */
+static inline bool rx__tls_cipher(int fd, struct rx_fd *e)
+{
+	int mode = rx__tls_mode;
+
+	if (mode == RX_TLS_PLAIN)
+		return false;
+	if (mode == RX_TLS_WATCH) {
+		rx__tls_seen_fd = fd;
+		if (__atomic_load_n(&e->proto.layer, __ATOMIC_RELAXED) !=
+		    RX_PROTO_LAYER_TLS)
+			__atomic_store_n(&e->proto.layer,
+					 (uint8_t)RX_PROTO_LAYER_TLS,
+					 __ATOMIC_RELAXED);
+		return true;
+	}
+	return __atomic_load_n(&e->proto.layer, __ATOMIC_RELAXED) ==
+	       RX_PROTO_LAYER_TLS;
+}
 
 /*
  * rx__connect_begin - admission at connect. Tracks AF_INET/AF_INET6
@@ -66,7 +96,8 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
 
 /*
  * rx__read_begin/rx__read_end - any call that receives bytes (read, recv,
- * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read).
+ * recvfrom, readv, recvmsg). @flags are the recv flags (0 for read);
+ * an MSG_ERRQUEUE or MSG_OOB read passes.
  * begin is inline: it only copies what end needs into @op (ADR-185).
  * end gets the real result and the buffers the bytes landed in; it sniffs
  * them and settles the call at its first response byte, EOF or error.
@@ -74,9 +105,15 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
 static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 						 int flags, size_t len)
 {
-	struct rx_fd *e = rx__fd_get(fd);
+	struct rx_fd *e;
 	enum rx_fd_phase ph;
 
+	/* An error-queue or out-of-band read does not read the stream the
+	 * answer comes on: whatever it returns - EAGAIN at once, 0 with
+	 * control data, EINVAL - says nothing of the call (ADR-361). */
+	if (flags & (MSG_ERRQUEUE | MSG_OOB))
+		return RX_OP_PASS;
+	e = rx__fd_get(fd);
 	if (!e)
 		return RX_OP_PASS;
 	ph = rx__fd_phase(e);
@@ -94,11 +131,21 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 	op->again = false;
 	op->peek = (flags & MSG_PEEK) != 0;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	op->cipher = rx__tls_cipher(fd, e);
+	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
 	return RX_OP_TRACK;
 }
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt);
+
+/*
+ * rx__read_peeked - between rx__read_begin and rx__read_end: a peek the
+ * shim made itself (io.c, MSG_TRUNC) saw the answer's first bytes. Notes
+ * when they arrived, as a program's own MSG_PEEK does, and feeds nothing
+ * to the protocol module: the receive that follows does (ADR-360).
+ */
+void rx__read_peeked(struct rx_op *op);
 
 /*
  * rx__write_begin/rx__write_end - any call that sends bytes. begin
@@ -108,6 +155,18 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
  * continues the current exchange and is never refused. @iov is read only
  * then, on a tracked fd. end settles the call on an I/O error.
  */
+/*
+ * rx__call_rekey - RESILIX_KEY=host, and the TLS session on @fd (record
+ * @e) names its server @key ("name:port", @len bytes) by SNI (ADR-446):
+ * unless the call is keyed so already, admit a call under @key, and end
+ * the connect's call as a success of what it connected to; the request
+ * that follows is then the named key's call. Only before the request's
+ * first write. false: @key refused the call (the TLS layer refuses the
+ * session's first write: no byte leaves). Takes and drops locks; may wait
+ * in @key's limiter queue like a blocking connect.
+ */
+bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len);
+
 enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 				    size_t len, const struct iovec *iov,
 				    int iovcnt);

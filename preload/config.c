@@ -74,6 +74,7 @@ enum field {
 	F_LIMIT_STALE_MS,
 	F_CURL_KEY,
 	F_STATE_FILE,
+	F_SHARED,
 	F_COUNT
 };
 
@@ -118,8 +119,8 @@ static const struct var vars[] = {
     {"RESILIX_LOG", F_LOG, K_LEVEL, 0, 0, "off, error, warn, info or debug"},
     {"RESILIX_LOG_FILE", F_LOG_FILE, K_PATH, 0, 0, "a file path"},
     {"RESILIX_DISABLE", F_DISABLE, K_BOOL, 0, 0, "0 or 1"},
-    /* Which destinations, how keyed, how long a call may take (issue 4;
-     * ADR-143 to ADR-145). */
+    /* Which destinations, how keyed, how long a call may take
+     * (ADR-143 to ADR-145). */
     {"RESILIX_INCLUDE", F_INCLUDE, K_FILTER, 0, 0,
      "comma-separated CIDR, ip:port, [ipv6]:port or *:port patterns"},
     {"RESILIX_EXCLUDE", F_EXCLUDE, K_FILTER, 0, 0,
@@ -151,6 +152,8 @@ static const struct var vars[] = {
     /* State across processes (state.c; ADR-170 to ADR-174). */
     {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
      "a file path (not a directory)"},
+    {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0, /* shared.c, ADR-480 */
+     "a name ([A-Za-z0-9._-]: /dev/shm/resilix-NAME) or an absolute path"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -164,7 +167,6 @@ static const struct var vars[] = {
 static const char *const reserved[] = {
 	"RESILIX_CRITICALITY",
 	"RESILIX_TENANT",
-	"RESILIX_SHARED",
 	"RESILIX_HEDGE",
 	"RESILIX_HEDGE_DELAY_MS",
 };
@@ -201,6 +203,17 @@ static bool ascii_ieq(const char *a, const char *b)
 	return *a == *b;
 }
 
+/* RESILIX_SHARED: an absolute path, or a name of one file in /dev/shm. */
+static bool shared_name_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	return v[0] == '/' ? n < 4000
+			   : n <= 200 && strcmp(v, ".") && strcmp(v, "..") &&
+				 strspn(v, "abcdefghijklmnopqrstuvwxyz._-"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == n;
+}
+
 const char *rx_log_level_name(enum rx_log_level level)
 {
 	if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
@@ -216,6 +229,7 @@ void rx_config_default(struct rx_config *cfg)
 	cfg->log_file = NULL;
 	cfg->metrics_file = NULL;
 	cfg->state_file = NULL;
+	cfg->shared = NULL;
 	cfg->metrics_interval_ms = 5000; /* ADR-160 */
 	rx_guard_config_default(&cfg->guard);
 	rx_registry_config_default(&cfg->registry);
@@ -525,11 +539,14 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 		    (strlen(value) < 6 ||
 		     strcmp(value + strlen(value) - 5, ".prom") != 0))
 			break;
-		if (value[0] != '\0') {
+		if (value[0] != '\0' &&
+		    (var->field != F_SHARED || shared_name_ok(value))) {
 			if (var->field == F_METRICS_FILE)
 				cfg->metrics_file = value;
 			else if (var->field == F_STATE_FILE)
 				cfg->state_file = value;
+			else if (var->field == F_SHARED)
+				cfg->shared = value;
 			else
 				cfg->log_file = value;
 			return true;
@@ -919,6 +936,9 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 	case F_STATE_FILE:
 		s = cfg->state_file ? cfg->state_file
 				    : "unset (no state across processes)";
+		break;
+	case F_SHARED:
+		s = cfg->shared ? cfg->shared : "unset (each process on its own)";
 		break;
 	case F_INCLUDE:
 		if (cfg->include.count > 0)

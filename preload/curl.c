@@ -17,7 +17,10 @@
  * destination RESILIX_INCLUDE/RESILIX_EXCLUDE let through: exactly for an
  * address literal, by the port-only patterns for a host name, and when an
  * address pattern could decide, not at all here - the socket layer, which
- * sees the address, decides at the connect (ADR-240). Every other
+ * sees the address, decides at the connect (ADR-240), and that are not
+ * CURLOPT_CONNECT_ONLY: such a perform only connects, and the program's
+ * curl_easy_send/curl_easy_recv exchange afterwards is the socket
+ * layer's, which sees its connect too (ADR-366). Every other
  * transfer runs without the curl layer and without rx__curl_active, so
  * the socket layer guards its connects as any program's (and leaves
  * AF_UNIX ones alone).
@@ -215,6 +218,7 @@ struct handle_state {
 	bool unix_socket;	 /* CURLOPT_(ABSTRACT_)UNIX_SOCKET(_PATH) */
 	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
 	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
+	bool connect_only;	 /* CURLOPT_CONNECT_ONLY (ADR-366) */
 	uint8_t httpreq;	 /* enum httpreq */
 	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
 	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
@@ -406,6 +410,7 @@ static void state_clear(struct handle_state *st)
 	st->upload = false;
 	st->no_body = false;
 	st->follow = false;
+	st->connect_only = false;
 	st->httpreq = REQ_GET;
 	st->port = 0;
 	st->errbuf = NULL;
@@ -486,6 +491,7 @@ static bool interesting(int option)
 	case RX_CURLOPT_CURLU:
 	case RX_CURLOPT_UNIX_SOCKET_PATH:
 	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
+	case RX_CURLOPT_CONNECT_ONLY:
 		return true;
 	default:
 		return rx__curl_cb_option(option);
@@ -521,6 +527,9 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 		break;
 	case RX_CURLOPT_ERRORBUFFER:
 		st->errbuf = p;
+		break;
+	case RX_CURLOPT_CONNECT_ONLY:
+		st->connect_only = l != 0; /* 1, or 2 for WebSocket */
 		break;
 	case RX_CURLOPT_PORT:
 		st->port = l > 0 && l <= 65535 ? (uint16_t)l : 0;
@@ -903,9 +912,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h);
 	st = find(h);
 	/* Over a Unix socket, nothing crosses the network: untracked, as
-	 * the socket layer leaves AF_UNIX (ADR-242). */
+	 * the socket layer leaves AF_UNIX (ADR-242). A CONNECT_ONLY
+	 * perform only connects: the exchange comes later, through
+	 * curl_easy_send/recv, where the socket layer sees it (ADR-366). */
 	if (!st || !st->url_ok || st->curlu || st->unix_socket ||
-	    !filters_let_guard(st))
+	    st->connect_only || !filters_let_guard(st))
 		return real.perform(h); /* the socket layer attributes it */
 
 	err = errno;

@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -169,6 +170,98 @@ static size_t iov_total(const struct iovec *iov, long cnt)
 
 /* ---- receiving ---------------------------------------------------- */
 
+/*
+ * MSG_TRUNC (ADR-360). On a TCP socket the kernel discards the bytes a
+ * MSG_TRUNC receive takes instead of copying them: the program's buffer
+ * (NULL, or whatever it held before) says nothing of the answer and is
+ * never read. The head of the bytes about to be discarded is peeked
+ * first, into the shim's own buffer, and they are judged by it. The peek
+ * waits as the receive would - the program's flags and the socket's
+ * mode and SO_RCVTIMEO - unless the receive has MSG_WAITALL on a socket
+ * with an SO_RCVTIMEO: that timeout bounds the receive's whole wait,
+ * which a waiting peek would lengthen, so the peek does not wait, and
+ * bytes it did not see are judged as a blocking splice's (ADR-224).
+ * Without a timeout, waiting for the first byte is waiting the receive
+ * does anyway (one getsockopt tells, on this rare path only). A peek that
+ * fails is the receive's own result (a socket error is read once): it is
+ * returned as such and the real receive is not made.
+ */
+#define RX_HEAD_PEEK 64
+
+struct head {
+	bool on; /* a MSG_TRUNC receive: judged by @buf, not the program's */
+	ssize_t seen; /* bytes peeked, or <= 0: none seen */
+	char buf[RX_HEAD_PEEK];
+};
+
+/* Does a receive with @flags of @len bytes discard what it takes? A
+ * program's own MSG_PEEK|MSG_TRUNC consumes nothing: fed at its read. */
+static inline bool discards(int flags, size_t len)
+{
+	return (flags & (MSG_TRUNC | MSG_PEEK)) == MSG_TRUNC && len > 0;
+}
+
+/* Has @fd an SO_RCVTIMEO (or can it not tell)? Preserves errno. */
+static bool rcv_timeout(int fd)
+{
+	struct timeval tv = {0, 0};
+	socklen_t len = sizeof(tv);
+	int saved = errno;
+	bool set =
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) != 0 ||
+	    tv.tv_sec != 0 || tv.tv_usec != 0;
+
+	errno = saved;
+	return set;
+}
+
+/* The peek before a MSG_TRUNC receive (see above). true: the receive is
+ * over, return *@ret (errno set); false: make the real receive. */
+static bool head_peek(struct rx_op *op, int fd, int flags, struct head *h,
+		      ssize_t *ret)
+{
+	int pf = (flags & ~(MSG_TRUNC | MSG_WAITALL)) | MSG_PEEK;
+	int saved = errno;
+
+	h->on = true;
+	if ((flags & MSG_WAITALL) && rcv_timeout(fd))
+		pf |= MSG_DONTWAIT;
+	h->seen = rx__real_recvfrom(fd, h->buf, sizeof(h->buf), pf, NULL, NULL);
+	if (h->seen > 0)
+		rx__read_peeked(op);
+	/* Bytes, EOF (the receive sees it again), or nothing there yet for
+	 * a MSG_WAITALL receive with a timeout, which then waits (or fails)
+	 * itself. */
+	if (h->seen >= 0 || ((flags & MSG_WAITALL) &&
+			     (errno == EAGAIN || errno == EWOULDBLOCK))) {
+		errno = saved;
+		return false;
+	}
+	*ret = h->seen;
+	rx__read_end(op, h->seen, NULL, 0);
+	return true;
+}
+
+/* The end step of a receive whose bytes landed in @iov, or, when @h says
+ * it discarded them, were peeked into h->buf (none: unseen). */
+static void recv_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
+		     int iovcnt, struct head *h)
+{
+	struct iovec v;
+
+	if (!h->on || n <= 0) {
+		rx__read_end(op, n, iov, iovcnt);
+		return;
+	}
+	if (h->seen <= 0) {
+		rx__read_end(op, n, NULL, 0);
+		return;
+	}
+	v.iov_base = h->buf;
+	v.iov_len = (size_t)(h->seen < n ? h->seen : n);
+	rx__read_end(op, (ssize_t)v.iov_len, &v, 1);
+}
+
 static RX_NOINLINE ssize_t do_read(int fd, void *buf, size_t len)
 {
 	struct rx_op op;
@@ -189,14 +282,17 @@ static RX_NOINLINE ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
 {
 	struct rx_op op;
 	struct iovec iov;
+	struct head h = {.on = false};
 	ssize_t n;
 
 	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
 		return rx__real_recvfrom(fd, buf, len, flags, sa, salen);
+	if (discards(flags, len) && head_peek(&op, fd, flags, &h, &n))
+		return n;
 	n = rx__real_recvfrom(fd, buf, len, flags, sa, salen);
 	iov.iov_base = buf;
 	iov.iov_len = len;
-	rx__read_end(&op, n, &iov, 1);
+	recv_end(&op, n, &iov, 1, &h);
 	return n;
 }
 
@@ -204,14 +300,17 @@ static RX_NOINLINE ssize_t do_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct rx_op op;
 	struct iovec iov;
+	struct head h = {.on = false};
 	ssize_t n;
 
 	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
 		return RX_HOT(recv)(fd, buf, len, flags);
+	if (discards(flags, len) && head_peek(&op, fd, flags, &h, &n))
+		return n;
 	n = RX_HOT(recv)(fd, buf, len, flags);
 	iov.iov_base = buf;
 	iov.iov_len = len;
-	rx__read_end(&op, n, &iov, 1);
+	recv_end(&op, n, &iov, 1, &h);
 	return n;
 }
 
@@ -307,18 +406,24 @@ RX_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt,
 	return do_preadv2(fd, iov, iovcnt, off, flags);
 }
 
+/* recvmsg's control data (msg_control) is not payload: only msg_iov is
+ * read, as far as the result says the kernel filled it. */
 RX_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
+	struct head h = {.on = false};
 	struct rx_op op;
+	size_t len;
 	ssize_t n;
 
-	if (!recv_matters(fd) || low_ptr(msg) ||
-	    rx__read_begin(&op, fd, flags,
-			   iov_total(msg->msg_iov, (long)msg->msg_iovlen)) !=
-		RX_OP_TRACK)
+	if (!recv_matters(fd) || low_ptr(msg))
 		return rx__real_recvmsg(fd, msg, flags);
+	len = iov_total(msg->msg_iov, (long)msg->msg_iovlen);
+	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
+		return rx__real_recvmsg(fd, msg, flags);
+	if (discards(flags, len) && head_peek(&op, fd, flags, &h, &n))
+		return n;
 	n = rx__real_recvmsg(fd, msg, flags);
-	rx__read_end(&op, n, msg->msg_iov, (int)msg->msg_iovlen);
+	recv_end(&op, n, msg->msg_iov, (int)msg->msg_iovlen, &h);
 	return n;
 }
 
@@ -343,18 +448,24 @@ static size_t mmsg_total(const struct mmsghdr *vec, unsigned int n)
 RX_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		       struct timespec *timeout)
 {
+	struct head h = {.on = false};
 	struct rx_op op;
+	size_t len;
+	ssize_t k;
 	int rc;
 
-	if (!recv_matters(fd) || low_ptr(vec) ||
-	    rx__read_begin(&op, fd, flags, mmsg_total(vec, n)) != RX_OP_TRACK)
+	if (!recv_matters(fd) || low_ptr(vec))
 		return rx__real_recvmmsg(fd, vec, n, flags, timeout);
+	len = mmsg_total(vec, n);
+	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
+		return rx__real_recvmmsg(fd, vec, n, flags, timeout);
+	if (discards(flags, len) && head_peek(&op, fd, flags, &h, &k))
+		return (int)k;
 	rc = rx__real_recvmmsg(fd, vec, n, flags, timeout);
 	if (rc > 0) {
 		/* Messages after the first continue the response. */
-		rx__read_end(&op, (ssize_t)vec[0].msg_len,
-			     vec[0].msg_hdr.msg_iov,
-			     (int)vec[0].msg_hdr.msg_iovlen);
+		recv_end(&op, (ssize_t)vec[0].msg_len, vec[0].msg_hdr.msg_iov,
+			 (int)vec[0].msg_hdr.msg_iovlen, &h);
 	} else {
 		rx__read_end(&op, rc, NULL, 0);
 	}

@@ -5,7 +5,7 @@
  * program's close. Included by the call state machine (call.c) only;
  * inline, so each caller's constant cause leaves only its own rules.
  * Decisions: ADR-007, ADR-145, ADR-149, ADR-190, ADR-193, ADR-220,
- * ADR-225.
+ * ADR-225, ADR-364.
  */
 #ifndef RESILIX_PRELOAD_JUDGE_H
 #define RESILIX_PRELOAD_JUDGE_H
@@ -104,6 +104,39 @@ static inline bool rx__quiet_for(int fd, uint64_t ns)
 	return quiet;
 }
 
+/*
+ * Had the reply bytes the program reads now arrived before the call's
+ * request was written (ADR-364)? A server that gives up on an idle
+ * kept-alive connection often says so first - "408 Request Timeout",
+ * Connection: close - and the program reads that as the answer to the
+ * request it writes next: it is not. From the kernel's TCP_INFO: the last
+ * data received (tcpi_last_data_recv, ms ago) is older than the call,
+ * which began at or before its request's first write (@start_ns), by
+ * more than the kernel's clock can blur (a jiffy either way, 10 ms at
+ * HZ=100). One getsockopt, on adverse evidence only: the healthy path
+ * never asks. false when it cannot tell. Preserves errno.
+ */
+#define RX_PREDATES_SLACK_NS (25 * RX_NS_PER_MS)
+
+static inline bool rx__reply_predates(int fd, uint64_t start_ns, uint64_t now)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	uint64_t age = now > start_ns ? now - start_ns : 0;
+	int saved = errno;
+	bool before;
+
+	memset(&ti, 0, sizeof(ti));
+	before =
+	    rx__real_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	    len >= offsetof(struct tcp_info, tcpi_last_data_recv) +
+		       sizeof(ti.tcpi_last_data_recv) &&
+	    (uint64_t)ti.tcpi_last_data_recv * RX_NS_PER_MS >
+		age + RX_PREDATES_SLACK_NS;
+	errno = saved;
+	return before;
+}
+
 /* ------------------------------------------------------------------------
  * The verdict: decided here, and only here (ADR-310).
  * ---------------------------------------------------------------------- */
@@ -125,7 +158,8 @@ struct outcome {
 	 * before any byte of the answer (ADR-149). */
 	bool idle_close;
 	/* CLOSE (ADR-193): the program read since its last write; the
-	 * connect was still pending; the request had begun. */
+	 * connect was still pending; the request had begun (REPLY too:
+	 * ADR-364). */
 	bool awaited, pending, requested;
 };
 
@@ -146,7 +180,8 @@ struct verdicts {
  *   - a kept-alive connection that fails before any byte of the answer
  *     was closed by the upstream while idle: no evidence (ADR-149) -
  *     unless it failed after the slow-call threshold: the request was
- *     being worked on (ADR-225);
+ *     being worked on (ADR-225); so is an adverse reply whose bytes had
+ *     arrived before the request was written (ADR-364);
  *   - an answer after the deadline (RESILIX_TIMEOUT_MS) is a timeout, and
  *     one after CALL_BOUND_NS without a deadline no evidence (ADR-145);
  *   - abandonment is no evidence (ADR-007), unless the call had run past
@@ -178,6 +213,13 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		out->at = late ? (v == RX_TIMEOUT ? "deadline" : "expired")
 			       : "first-byte";
 		connected = true;
+		/* A reply queued before the request was written is not its
+		 * answer (ADR-364): no evidence, like an idle close. */
+		if (o->requested && rx__adverse(v, start_ns, end_ns) &&
+		    rx__reply_predates(fd, start_ns, now)) {
+			v = RX_REJECTED;
+			out->at = "stale-reply";
+		}
 		break;
 	case CAUSE_ERROR:
 		out->at = o->at;

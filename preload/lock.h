@@ -21,7 +21,7 @@
 #include "base.h"
 
 struct rx_lock {
-	atomic_int held;
+	atomic_int held; /* 0 free; else the holder's rx__lock_tag */
 };
 
 /* How many shim locks this thread holds or is taking: a longjmp out of a
@@ -32,19 +32,53 @@ struct rx_lock {
  * in runtime.c, with the shim's other per-thread state. */
 extern RX_TLS int rx__locks_held;
 
+/*
+ * What a held lock's word says: 1, or - with RESILIX_SHARED, whose locks
+ * live in memory several processes map - this process's slot in the
+ * segment's process table plus 2, so a waiter can tell who holds it
+ * (ADR-482). Set at start-up and in a forked child (runtime.c).
+ */
+extern int rx__lock_tag RX_HIDDEN;
+
+/*
+ * Called by a waiter that has yielded RX_LOCK_STALL_YIELDS times in a
+ * row with @tag the holder's: NULL (no shared segment) or shared.c's
+ * liveness check, which takes the lock over - returning true, the lock
+ * now held by the caller and repaired - when the holder died inside its
+ * critical section. The slow path only: system calls are fine there.
+ */
+extern bool (*rx__lock_stall)(struct rx_lock *l, int tag) RX_HIDDEN;
+#define RX_LOCK_STALL_YIELDS 256
+
 /* rx__lock - take @l, spinning, yielding every 128 spins. Never call into
  * libc while holding it. */
 static inline void rx__lock(struct rx_lock *l)
 {
-	unsigned spins = 0;
+	unsigned spins = 0, yields = 0;
+	int tag = rx__lock_tag;
 
 	rx__locks_held++;
 	atomic_signal_fence(memory_order_seq_cst);
-	while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
-		while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
-			if (++spins >= 128) {
-				sched_yield();
-				spins = 0;
+	for (;;) {
+		int seen = 0;
+
+		if (atomic_compare_exchange_weak_explicit(
+			&l->held, &seen, tag, memory_order_acquire,
+			memory_order_relaxed))
+			return;
+		while ((seen = atomic_load_explicit(
+			    &l->held, memory_order_relaxed)) != 0) {
+			if (++spins < 128)
+				continue;
+			sched_yield();
+			spins = 0;
+			if (++yields >= RX_LOCK_STALL_YIELDS) {
+				bool (*stall)(struct rx_lock *, int) =
+				    rx__lock_stall;
+
+				yields = 0;
+				if (stall && stall(l, seen))
+					return;
 			}
 		}
 	}
@@ -53,9 +87,14 @@ static inline void rx__lock(struct rx_lock *l)
 /* One try; true when @l is now held. */
 static inline bool rx__trylock(struct rx_lock *l)
 {
+	int seen = 0;
+
 	rx__locks_held++;
 	atomic_signal_fence(memory_order_seq_cst);
-	if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+	if (atomic_compare_exchange_strong_explicit(&l->held, &seen,
+						    rx__lock_tag,
+						    memory_order_acquire,
+						    memory_order_relaxed))
 		return true;
 	atomic_signal_fence(memory_order_seq_cst);
 	rx__locks_held--;

@@ -37,6 +37,18 @@
  * stderr instead) and a full pipe drops the line, counted and reported
  * with the next line that gets through (`event=log-suppressed`).
  *
+ * Never a signal (ADR-362). A write to a pipe or a socket whose reader is
+ * gone raises SIGPIPE, whose default action ends the program: a shell's
+ * `prog 2>&1 | head` that stopped reading, a FIFO log file whose reader
+ * went away, journald's stream socket behind a service's stderr. A line is
+ * the shim's, and the program's signal disposition must be what it would
+ * be without the shim: to a socket the line goes with send(MSG_NOSIGNAL);
+ * to a pipe or FIFO with SIGPIPE blocked on the thread for the write, and
+ * a SIGPIPE the write raised - one that was not pending before it - taken
+ * back with sigtimedwait before the mask is restored. A regular file or a
+ * terminal raises none: written as they are. The file type comes from the
+ * fstat each line makes anyway (ADR-202).
+ *
  * Rate limit (ADR-165). A flapping upstream trips and recovers its breaker
  * as fast as its calls allow, and a program with many keys can log many
  * transitions a second; the host's stderr (often a container's log, billed
@@ -56,9 +68,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,22 +105,30 @@ static ino_t err_ino, log_ino;
  * (shells' `exec 3>`, socket activation's fd 3), out of their way. */
 #define LOG_FD_MIN 100
 
-/* Does @fd still hold the file @dev/@ino? One fstat. */
-static bool same_file(int fd, dev_t dev, ino_t ino)
+/* Does @fd still hold the file @dev/@ino? One fstat; *@mode: its type. */
+static bool same_file(int fd, dev_t dev, ino_t ino, mode_t *mode)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	if (fstat(fd, &st) != 0)
+		return false;
+	*mode = st.st_mode;
+	return st.st_dev == dev && st.st_ino == ino;
 }
 
-/* fd 2 when it still holds the stderr of start-up, else -1. */
-static int err_fd(void)
+/* fd 2 when it still holds the stderr of start-up, else -1; *@mode: the
+ * type of its file. */
+static int err_fd(mode_t *mode)
 {
+	struct stat st;
+
 	switch (atomic_load_explicit(&err_state, memory_order_relaxed)) {
 	case ERR_ANY:
+		/* Before start-up: any file, but its type all the same. */
+		*mode = fstat(2, &st) == 0 ? st.st_mode : S_IFIFO;
 		return 2;
 	case ERR_CHECK:
-		if (same_file(2, err_dev, err_ino))
+		if (same_file(2, err_dev, err_ino, mode))
 			return 2;
 		atomic_store(&err_state, ERR_GONE);
 		return -1;
@@ -115,17 +138,56 @@ static int err_fd(void)
 }
 
 /* Where a line goes: the log file while it holds its file, else stderr
- * while it holds its own (ADR-202); -1: nowhere. */
-static int line_fd(void)
+ * while it holds its own (ADR-202); -1: nowhere. *@mode: the file's
+ * type (ADR-362). */
+static int line_fd(mode_t *mode)
 {
 	int fd = atomic_load_explicit(&log_fd, memory_order_relaxed);
 
 	if (fd == 2)
-		return err_fd();
-	if (same_file(fd, log_dev, log_ino))
+		return err_fd(mode);
+	if (same_file(fd, log_dev, log_ino, mode))
 		return fd;
 	atomic_compare_exchange_strong(&log_fd, &fd, 2);
-	return err_fd();
+	return err_fd(mode);
+}
+
+/*
+ * One write of @buf to @fd, a file of type @mode, that raises no SIGPIPE
+ * the program would see (ADR-362). Async-signal-safe, like the calls it
+ * makes. Returns what the write returned, errno as it left it.
+ */
+static ssize_t quiet_write(int fd, mode_t mode, const void *buf, size_t len)
+{
+	static const struct timespec zero = {0, 0};
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t n;
+	int err;
+
+	if (S_ISSOCK(mode)) {
+		n = rx__real_send(fd, buf, len, MSG_NOSIGNAL);
+		if (n >= 0 || errno != ENOTSOCK)
+			return n;
+		/* The number changed hands since the fstat: go on. */
+	} else if (!S_ISFIFO(mode)) {
+		return rx__real_write(fd, buf, len);
+	}
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) != 0)
+		return rx__real_write(fd, buf, len);
+	/* A SIGPIPE pending already (the program blocks it) is the
+	 * program's: it stays, and ours merges with it. */
+	was_pending =
+	    sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+	n = rx__real_write(fd, buf, len);
+	err = errno;
+	if (n < 0 && err == EPIPE && !was_pending)
+		(void)sigtimedwait(&pipe_set, NULL, &zero);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
 }
 
 /* Write all of @len bytes with as few real writes as the kernel allows
@@ -136,7 +198,7 @@ static int line_fd(void)
  * that is a control character (from a key, a path or a value the line
  * quotes) becomes '?', so a line stays one printable line.
  */
-static void write_line(int fd, char *buf, size_t len)
+static void write_line(int fd, mode_t mode, char *buf, size_t len)
 {
 	int tries = 0;
 	size_t i;
@@ -147,7 +209,7 @@ static void write_line(int fd, char *buf, size_t len)
 		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
 			buf[i] = '?';
 	while (len > 0 && tries++ < 8) {
-		ssize_t n = rx__real_write(fd, buf, len);
+		ssize_t n = quiet_write(fd, mode, buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -174,7 +236,10 @@ void rx__log_plain(const char *msg)
 			n = (int)sizeof(line) - 1;
 			line[n - 1] = '\n';
 		}
-		write_line(err_fd(), line, (size_t)n);
+		mode_t mode = 0;
+		int fd = err_fd(&mode);
+
+		write_line(fd, mode, line, (size_t)n);
 	}
 	errno = saved;
 }
@@ -237,6 +302,15 @@ void rx__log_fd_lost(int fd)
 {
 	int expected = fd;
 
+	if (fd != 2 &&
+	    fd != atomic_load_explicit(&log_fd, memory_order_relaxed))
+		return;
+	/* A vfork child (posix_spawn, python's subprocess) shares this
+	 * memory and closes or dup2s fds before it execs: its closes are not
+	 * the owner's, and must not move the owner's log (ADR-363). Before
+	 * start-up recorded the owner, the process is its own. */
+	if (rx__owner_pid != 0 && !rx__owner())
+		return;
 	/* Our own file: back to stderr. Stderr itself closed or replaced
 	 * by the program: its next file is the program's (ADR-202). */
 	if (fd != 2)
@@ -323,8 +397,12 @@ static void log_suppressed_line(uint64_t n)
 		       "lines=%llu limit_per_s=%d burst=%d\n",
 		       ts, (long)getpid(), (unsigned long long)n,
 		       LOG_RATE_PER_S, LOG_BURST);
-	if (len > 0 && (size_t)len < sizeof(line))
-		write_line(line_fd(), line, (size_t)len);
+	if (len > 0 && (size_t)len < sizeof(line)) {
+		mode_t mode = 0;
+		int fd = line_fd(&mode);
+
+		write_line(fd, mode, line, (size_t)len);
+	}
 }
 
 void rx__log(enum rx_log_level level, const char *fmt, ...)
@@ -332,9 +410,10 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 	char line[LINE_MAX_BYTES];
 	char ts[40];
 	int saved = errno;
+	mode_t mode = 0;
 	size_t len;
 	va_list ap;
-	int n;
+	int n, fd;
 
 	if (!rx__log_enabled(level))
 		return;
@@ -371,7 +450,8 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 	if (len >= sizeof(line) - 1)
 		len = sizeof(line) - 2; /* truncated: keep room for '\n' */
 	line[len++] = '\n';
-	write_line(line_fd(), line, len);
+	fd = line_fd(&mode);
+	write_line(fd, mode, line, len);
 out:
 	errno = saved;
 }

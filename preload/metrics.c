@@ -703,6 +703,13 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 	       "full.");
 	put(o, "resilix_registry_overflows_total%s %llu\n", pid_only,
 	    (unsigned long long)overflows);
+	/* Whose numbers these are: without %p, each program a script runs
+	 * in turn replaces the file with its own, counted from its own
+	 * start (ADR-368). */
+	family(o, "resilix_writer_info", "gauge",
+	       "The process that wrote this file, in its pid label: every "
+	       "counter here is that process's own, since it started.");
+	put(o, "resilix_writer_info{pid=\"%ld\"} 1\n", (long)getpid());
 }
 
 /* Is the file at path someone else's (ADR-215)? NULL when it may be

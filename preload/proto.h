@@ -93,7 +93,7 @@ enum rx_proto_id {
 	RX_PROTO_HTTP /* HTTP/1.x: proto_http.c */
 };
 
-/* Which layer feeds the record's bytes. Only the socket layer today. */
+/* Which layer feeds the record's bytes (the TLS layer: tls.c, ADR-440). */
 enum rx_proto_layer {
 	RX_PROTO_LAYER_SOCKET = 0, /* the socket calls (io.c) */
 	RX_PROTO_LAYER_TLS	   /* a TLS library's plaintext calls */

@@ -37,9 +37,28 @@ static inline void rx__proto_open(struct rx_proto_state *st)
 {
 	__atomic_store_n(&st->id, (uint8_t)RX_PROTO_UNKNOWN, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->flags, (uint8_t)0, __ATOMIC_RELAXED);
-	st->layer = RX_PROTO_LAYER_SOCKET;
+	__atomic_store_n(&st->layer, (uint8_t)RX_PROTO_LAYER_SOCKET,
+			 __ATOMIC_RELAXED);
 	st->spare = 0;
 	memset(st->u.bytes, 0, sizeof(st->u.bytes));
+}
+
+/* rx__proto_layer - which layer feeds the connection's protocol module:
+ * the socket layer, or a TLS library's plaintext (ADR-440). Read without
+ * the stripe lock; rx__proto_open and the TLS layer store it atomically. */
+static inline enum rx_proto_layer
+rx__proto_layer(const struct rx_proto_state *st)
+{
+	return (enum rx_proto_layer)__atomic_load_n(&st->layer,
+						    __ATOMIC_RELAXED);
+}
+
+/* rx__proto_set_layer - from now on @layer feeds the connection. */
+static inline void rx__proto_set_layer(struct rx_proto_state *st,
+				       enum rx_proto_layer layer)
+{
+	if (rx__proto_layer(st) != layer)
+		__atomic_store_n(&st->layer, (uint8_t)layer, __ATOMIC_RELAXED);
 }
 
 /* rx__proto_next - a new call on the connection: its module forgets the

@@ -10,8 +10,12 @@
  *   - every finding of the parser, one line each, on stderr:
  *       resilix-config: error: RESILIX_OPEN_MS="abc" is not valid (...)
  *   - then, on stdout, one line per variable of this version: its name,
- *     its effective value, and where the value came from ("default" or
- *     "environment"); with --verbose also the accepted values;
+ *     its effective value, and where the value came from ("default",
+ *     "default (empty)" for a variable set empty, which the shim reads as
+ *     unset, "environment", or what a --source option says: resilix-run
+ *     names the option of its own that set it, ADR-369), in columns as
+ *     wide as the longest name and value; with --verbose also the
+ *     accepted values;
  *   - warnings about files the shim would fail to open (a log or metrics
  *     file in a directory that does not exist or is not writable) or
  *     would refuse to replace (a metrics or state file whose name another
@@ -82,15 +86,33 @@ static int check_dir(const char *var, const char *path)
 	return 0;
 }
 
+/* --source NAME=TEXT: where NAME's value came from, as the caller knows
+ * it (resilix-run: "option --open-ms"). The last one for a name counts. */
+#define MAX_SOURCES 128
+static const char *sources[MAX_SOURCES];
+static size_t nsources;
+
+static const char *source_given(const char *name)
+{
+	size_t n = strlen(name), i;
+
+	for (i = nsources; i-- > 0;)
+		if (strncmp(sources[i], name, n) == 0 && sources[i][n] == '=')
+			return sources[i] + n + 1;
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--quiet] [--verbose]\n"
+		"usage: %s [--quiet] [--verbose] [--source NAME=TEXT]...\n"
 		"Validates the RESILIX_ variables of the environment as "
 		"libresilix_preload.so\nwould, and prints the effective "
 		"configuration. Exit 0 if valid, 1 if not.\n"
 		"  --quiet    print only the findings, not the configuration\n"
-		"  --verbose  also print the values each variable accepts\n",
+		"  --verbose  also print the values each variable accepts\n"
+		"  --source NAME=TEXT  show TEXT as where NAME's value came "
+		"from\n",
 		prog);
 }
 
@@ -128,6 +150,9 @@ int main(int argc, char **argv)
 			quiet = true;
 		} else if (strcmp(argv[a], "--verbose") == 0) {
 			verbose = true;
+		} else if (strcmp(argv[a], "--source") == 0 && a + 1 < argc &&
+			   strchr(argv[a + 1], '=') && nsources < MAX_SOURCES) {
+			sources[nsources++] = argv[++a];
 		} else if (strcmp(argv[a], "-h") == 0 ||
 			   strcmp(argv[a], "--help") == 0) {
 			usage(stdout);
@@ -152,10 +177,31 @@ int main(int argc, char **argv)
 	}
 
 	if (!quiet) {
+		static char values[256][512];
+		size_t vwidth = 0;
+
 		n = rx_config_var_count();
-		for (i = 0; i < n; i++)
-			if (strlen(rx_config_var_name(i)) > width)
-				width = strlen(rx_config_var_name(i));
+		if (n > 256)
+			n = 256;
+		for (i = 0; i < n; i++) {
+			const char *name = rx_config_var_name(i);
+			const char *set = env_value(name);
+			char *value = values[i];
+
+			if (strlen(name) > width)
+				width = strlen(name);
+			/* With errors, the struct holds what parsed: show
+			 * what the user wrote instead. */
+			if (errors && set)
+				rx_config_printable(value, 512, set);
+			else if (!rx_config_value(&cfg, i, value, 512))
+				rx_config_printable(value, 512,
+						    set ? set : "(default)");
+			else
+				rx_config_printable(value, 512, value);
+			if (strlen(value) > vwidth)
+				vwidth = strlen(value);
+		}
 		printf("# resilix configuration: %s\n",
 		       errors ? "NOT VALID - the shim would pass every call "
 				"through unguarded"
@@ -163,21 +209,14 @@ int main(int argc, char **argv)
 		for (i = 0; i < n; i++) {
 			const char *name = rx_config_var_name(i);
 			const char *set = env_value(name);
-			char value[512];
+			const char *src = source_given(name);
 
-			/* With errors, the struct holds what parsed: show
-			 * what the user wrote instead. */
-			if (errors && set)
-				rx_config_printable(value, sizeof(value), set);
-			else if (!rx_config_value(&cfg, i, value,
-						  sizeof(value)))
-				rx_config_printable(value, sizeof(value),
-						    set ? set : "(default)");
-			else
-				rx_config_printable(value, sizeof(value),
-						    value);
-			printf("%-*s %-24s %s", (int)width, name, value,
-			       set ? "environment" : "default");
+			if (!src)
+				src = !set	? "default"
+				      : !set[0] ? "default (empty)"
+						: "environment";
+			printf("%-*s  %-*s  %s", (int)width, name, (int)vwidth,
+			       values[i], src);
 			if (verbose)
 				printf("  [%s]", rx_config_var_accepted(i));
 			printf("\n");

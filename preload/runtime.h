@@ -50,6 +50,18 @@ extern RX_TLS int rx__inside;
 extern RX_TLS int rx__curl_active;
 
 /*
+ * The TLS layer on this thread (tls.c, ADR-440). RX_TLS_WATCH while it
+ * runs a TLS library call whose socket it does not know yet (a handshake,
+ * or the first call of a session): the socket layer then notes in
+ * rx__tls_seen_fd the tracked fd the ciphertext goes through, and leaves
+ * that record's bytes to the TLS layer. RX_TLS_PLAIN while it hands the
+ * call state machine plaintext. 0 otherwise.
+ */
+enum rx_tls_mode { RX_TLS_NONE = 0, RX_TLS_WATCH, RX_TLS_PLAIN };
+extern RX_TLS int rx__tls_mode;
+extern RX_TLS int rx__tls_seen_fd;
+
+/*
  * rx__reentered - is this thread already in the shim, so that a call now
  * (from a signal handler) must pass straight through? rx__inside says so,
  * and so does a shim lock this thread holds or is taking: the flag alone

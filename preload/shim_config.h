@@ -50,6 +50,18 @@ enum rx_log_level {
 	RX_LOG_DEBUG
 };
 
+/* How much a process's calls matter when a shared key is short of
+ * capacity: the buckets of a partitioned limiter, lower ones shed first.
+ * Recorded in the shared segment's process table; no variable sets it
+ * yet. */
+enum rx_criticality {
+	RX_CRITICALITY_CRITICAL = 0,
+	RX_CRITICALITY_DEGRADED,
+	RX_CRITICALITY_BEST_EFFORT,
+	RX_CRITICALITY_BULK,
+	RX_CRITICALITY_COUNT
+};
+
 /* rx_log_level_name - "off", "error", "warn", "info", "debug"; "unknown"
  * out of range. Thread-safe, O(1), never NULL. */
 const char *rx_log_level_name(enum rx_log_level level);
@@ -88,6 +100,14 @@ struct rx_config {
 	const char *state_file;	      /* RESILIX_STATE_FILE; NULL = none.
 					 Points into the environment array
 					 (ADR-170). */
+	const char *shared;	      /* RESILIX_SHARED; NULL = none. A
+					 name or an absolute path, pointing
+					 into the environment (ADR-480). */
+	enum rx_criticality criticality; /* critical; no variable sets it
+					    yet (the segment's process table
+					    records it) */
+	const char *tenant;	      /* NULL = the program's name; no
+					 variable sets it yet */
 	/* Retry (config_policy.c, ADR-463); the bulkhead, rate limiter and
 	 * throttler are in @guard. */
 	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),

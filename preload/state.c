@@ -79,6 +79,7 @@
 #include "resilix/snapshot.h"
 #include "log.h"
 #include "runtime.h"
+#include "shared.h"
 #include "state.h"
 #include "symbols.h"
 
@@ -390,6 +391,10 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 		return;
 	}
 	hydrated_ns = rx__now_ns();
+	/* A shared segment is seeded once, by the process that made it: the
+	 * others find the file's history in it already (ADR-485). */
+	if (rx__shared_on && !rx__shared_created)
+		len = -1;
 	if (len >= 0) {
 		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, hydrated_ns,
 					 wall_ns());
@@ -455,7 +460,10 @@ static size_t snapshot(ssize_t flen)
 			break;
 	if (got == max_keys && try_lock(registry_lock)) {
 		/* The merge reads all of buf before the write reuses it. */
-		if (flen >= 0)
+		/* Shared: the segment is every process's view already;
+		 * merging the file into it would count again what an earlier
+		 * exit of another process wrote from it (ADR-485). */
+		if (flen >= 0 && !rx__shared_on)
 			mrc = rx_snapshot_merge(registry, buf, (size_t)flen,
 						now, wall, hydrated_ns);
 		rc = rx_snapshot_write(registry, now, wall, buf, buf_bytes,

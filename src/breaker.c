@@ -367,9 +367,9 @@ void rx_breaker_stats(const struct rx_breaker *b, uint64_t now_ns,
 	if (w->max_age_ns > 0) {
 		uint32_t i = w->tail;
 		while (n > 0 &&
-		       rx__sat_sub(now, w->slots[i].t_ns) >= w->max_age_ns) {
-			fail -= (w->slots[i].flags & RX_SLOT_FAILURE) != 0;
-			slow -= (w->slots[i].flags & RX_SLOT_SLOW) != 0;
+		       rx__sat_sub(now, rx_window_slots(w)[i].t_ns) >= w->max_age_ns) {
+			fail -= (rx_window_slots(w)[i].flags & RX_SLOT_FAILURE) != 0;
+			slow -= (rx_window_slots(w)[i].flags & RX_SLOT_SLOW) != 0;
 			n--;
 			evicts = true;
 			i = i + 1 == w->capacity ? 0 : i + 1;

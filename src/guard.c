@@ -484,8 +484,25 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 	if (d == RX_QUEUE)
 		return RX_QUEUE;
 	if (d == RX_ADMIT) {
-		/* The limiter is the gate's last policy (rx_guard_init). */
-		d = rx_gate_admit_last(&g->gate, ctx, &t, permit, why);
+		/* rx_gate_admit_last with the breaker called by name: the
+		 * limiter is the last policy (rx_guard_init), and the gate's
+		 * pointers are not followed, so a guard in memory mapped at
+		 * another address in each process works (ADR-481). */
+		why->reason = RX_REASON_NONE;
+		why->retry_after_ms = 0;
+		if (g->breaker_on) {
+			prime(&permit->tickets[0], ctx->now_ns);
+			d = rx__breaker_admit(&g->breaker, ctx->now_ns,
+					      &permit->tickets[0], why);
+		}
+		if (d == RX_ADMIT) {
+			permit->tickets[g->breaker_on ? 1 : 0] = t;
+			permit->count = g->breaker_on ? 2 : 1;
+		} else {
+			struct rx_observation rel = {RX_REJECTED, 0,
+						     ctx->now_ns};
+			rx__limiter_settle(&g->limiter, &t, &rel);
+		}
 		if (d == RX_ADMIT) {
 			g->in_flight = rx__sat_inc32(g->in_flight);
 			return RX_ADMIT;

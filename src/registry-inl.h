@@ -42,19 +42,39 @@ struct rx__list {
 	uint32_t head, tail;
 };
 
+/*
+ * The registry is one block: this header, then the entries, the hash
+ * index and the window slots, each found by its offset from the header's
+ * own address - no pointer is stored, so a registry in memory that several
+ * processes map at different addresses (RESILIX_SHARED, ADR-480) is read
+ * the same from every mapping. rx_registry_create allocates the block;
+ * rx_registry_format lays one out in memory the caller provides.
+ */
 struct rx_registry {
 	struct rx_registry_config cfg;
 	struct rx_guard_config gcfg;
-	struct rx__entry *entries;    /* max_keys */
-	struct rx_window_slot *slots; /* max_keys x window_calls, or NULL */
-	uint32_t *table;	      /* entry index + 1; 0 = empty */
-	uint32_t table_mask;	      /* table size - 1, a power of two */
+	uint64_t size;	       /* bytes of the whole block */
+	uint64_t entries_off;  /* max_keys entries */
+	uint64_t table_off;    /* uint32_t cells: entry index + 1; 0 = empty */
+	uint64_t slots_off;    /* max_keys x window_calls slots; 0 = none */
+	uint32_t table_mask;   /* table size - 1, a power of two */
 	uint32_t slots_per_key;
 	uint32_t count;
 	uint64_t overflows;
 	uint64_t last_now_ns;
 	struct rx__list free, idle, parked;
 };
+
+static inline struct rx__entry *rx__entries(const struct rx_registry *r)
+{
+	return (struct rx__entry *)(void *)((char *)(uintptr_t)r +
+					    r->entries_off);
+}
+
+static inline uint32_t *rx__table(const struct rx_registry *r)
+{
+	return (uint32_t *)(void *)((char *)(uintptr_t)r + r->table_off);
+}
 
 static inline struct rx__entry *rx__entry_of(const struct rx_guard *g)
 {

@@ -27,6 +27,8 @@
  * starts from fresh state, so the outcome does not depend on when the
  * sweep ran.
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,14 +68,15 @@ static uint32_t fnv1a(const char *key, size_t len)
 
 static uint32_t index_of(const struct rx_registry *r, const struct rx__entry *e)
 {
-	return (uint32_t)(e - r->entries);
+	return (uint32_t)(e - rx__entries(r));
 }
 
 static struct rx_window_slot *slots_of(struct rx_registry *r, uint32_t i)
 {
-	if (r->slots == NULL)
+	if (r->slots_off == 0)
 		return NULL;
-	return r->slots + (size_t)i * r->slots_per_key;
+	return (struct rx_window_slot *)(void *)((char *)r + r->slots_off) +
+	       (size_t)i * r->slots_per_key;
 }
 
 /* Doubly linked lists threaded through the entries by index. */
@@ -87,7 +90,7 @@ static void list_append(struct rx_registry *r, struct rx__list *l,
 	if (l->tail == RX__NIL)
 		l->head = i;
 	else
-		r->entries[l->tail].next = i;
+		rx__entries(r)[l->tail].next = i;
 	l->tail = i;
 }
 
@@ -113,11 +116,11 @@ static void list_remove(struct rx_registry *r, struct rx__entry *e)
 	if (e->prev == RX__NIL)
 		l->head = e->next;
 	else
-		r->entries[e->prev].next = e->next;
+		rx__entries(r)[e->prev].next = e->next;
 	if (e->next == RX__NIL)
 		l->tail = e->prev;
 	else
-		r->entries[e->next].prev = e->prev;
+		rx__entries(r)[e->next].prev = e->prev;
 	e->prev = e->next = RX__NIL;
 	e->list = RX__LIST_PINNED;
 }
@@ -131,12 +134,12 @@ static uint32_t probe(const struct rx_registry *r, const char *key, size_t len,
 {
 	uint32_t i = h & r->table_mask;
 	for (;;) {
-		uint32_t v = r->table[i];
+		uint32_t v = rx__table(r)[i];
 		if (v == 0) {
 			*found = false;
 			return i;
 		}
-		const struct rx__entry *e = &r->entries[v - 1];
+		const struct rx__entry *e = &rx__entries(r)[v - 1];
 		if (e->hash == h && e->key_len == len &&
 		    memcmp(e->key, key, len) == 0) {
 			*found = true;
@@ -152,19 +155,19 @@ static void table_delete(struct rx_registry *r, uint32_t i)
 	uint32_t mask = r->table_mask;
 	uint32_t j = i;
 	for (;;) {
-		r->table[i] = 0;
+		rx__table(r)[i] = 0;
 		for (;;) {
 			j = (j + 1) & mask;
-			if (r->table[j] == 0)
+			if (rx__table(r)[j] == 0)
 				return;
-			uint32_t k = r->entries[r->table[j] - 1].hash & mask;
+			uint32_t k = rx__entries(r)[rx__table(r)[j] - 1].hash & mask;
 			/* Leave it if its home lies cyclically in (i, j]. */
 			bool stays =
 			    i <= j ? (i < k && k <= j) : (i < k || k <= j);
 			if (!stays)
 				break;
 		}
-		r->table[i] = r->table[j];
+		rx__table(r)[i] = rx__table(r)[j];
 		i = j;
 	}
 }
@@ -204,7 +207,7 @@ static void sweep_ttl(struct rx_registry *r, uint64_t now)
 	for (int k = 0; k < TTL_SWEEP_PER_ACQUIRE; k++) {
 		if (r->idle.head == RX__NIL)
 			return;
-		struct rx__entry *e = &r->entries[r->idle.head];
+		struct rx__entry *e = &rx__entries(r)[r->idle.head];
 		if (!idle_expired(r, e, now))
 			return;
 		if (evictable(e)) {
@@ -220,7 +223,7 @@ static void sweep_ttl(struct rx_registry *r, uint64_t now)
 static bool make_room(struct rx_registry *r)
 {
 	while (r->idle.head != RX__NIL) {
-		struct rx__entry *e = &r->entries[r->idle.head];
+		struct rx__entry *e = &rx__entries(r)[r->idle.head];
 		if (evictable(e)) {
 			evict(r, e);
 			return true;
@@ -232,7 +235,7 @@ static bool make_room(struct rx_registry *r)
 	for (int k = 0; k < PARKED_SCAN_PER_ACQUIRE; k++) {
 		if (r->parked.head == RX__NIL)
 			return false;
-		struct rx__entry *e = &r->entries[r->parked.head];
+		struct rx__entry *e = &rx__entries(r)[r->parked.head];
 		if (evictable(e)) {
 			evict(r, e);
 			return true;
@@ -260,10 +263,10 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 	bool found;
 	uint32_t pos = probe(r, key, len, h, &found);
 	if (found)
-		return &r->entries[r->table[pos] - 1];
+		return &rx__entries(r)[rx__table(r)[pos] - 1];
 	if (r->free.head == RX__NIL)
 		return NULL;
-	struct rx__entry *e = &r->entries[r->free.head];
+	struct rx__entry *e = &rx__entries(r)[r->free.head];
 	list_remove(r, e);
 	e->hash = h;
 	e->key_len = (uint16_t)len;
@@ -272,7 +275,7 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 	e->pins = 0;
 	e->idle_since_ns = now_ns;
 	reset_guard(r, e, now_ns);
-	r->table[pos] = index_of(r, e) + 1;
+	rx__table(r)[pos] = index_of(r, e) + 1;
 	r->count++;
 	return e;
 }
@@ -284,6 +287,60 @@ void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
 	reset_guard(r, e, now_ns);
 }
 
+void rx_registry_repair(struct rx_registry *r,
+			 uint32_t (*pins_of)(void *arg, uint32_t index),
+			 void *arg, uint64_t now_ns)
+{
+	uint32_t n = r->cfg.max_keys;
+
+	memset(rx__table(r), 0, ((size_t)r->table_mask + 1) * sizeof(uint32_t));
+	r->free.head = r->free.tail = RX__NIL;
+	r->idle.head = r->idle.tail = RX__NIL;
+	r->parked.head = r->parked.tail = RX__NIL;
+	r->count = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rx__entry *e = &rx__entries(r)[i];
+		bool half_done = e->list == RX__LIST_PINNED && e->pins == 0;
+		bool found;
+
+		if (e->list > RX__LIST_PARKED || e->key_len > RX_KEY_MAX)
+			e->list = RX__LIST_FREE;
+		if (e->list == RX__LIST_FREE) {
+			e->pins = 0;
+			list_append(r, &r->free, e, RX__LIST_FREE);
+			continue;
+		}
+		if (pins_of != NULL)
+			e->pins = pins_of(arg, i);
+		e->key[e->key_len] = '\0';
+		e->hash = fnv1a(e->key, e->key_len);
+		uint32_t pos = probe(r, e->key, e->key_len, e->hash, &found);
+		if (found) {
+			/* A key twice: the second is dropped, or, when
+			 * pinned, renamed to a key no program makes (a NUL
+			 * first) so its holders go on and it leaves later. */
+			if (e->pins == 0) {
+				e->list = RX__LIST_FREE;
+				list_append(r, &r->free, e, RX__LIST_FREE);
+				continue;
+			}
+			e->key_len = (uint16_t)(1 + (uint32_t)snprintf(
+			    e->key + 1, RX_KEY_MAX, "resilix-orphan-%u", i));
+			e->key[0] = '\0';
+			e->hash = fnv1a(e->key, e->key_len);
+			pos = probe(r, e->key, e->key_len, e->hash, &found);
+		}
+		rx__table(r)[pos] = i + 1;
+		r->count++;
+		e->prev = e->next = RX__NIL;
+		if (half_done)
+			reset_guard(r, e, now_ns);
+		e->list = RX__LIST_PINNED;
+		if (e->pins == 0)
+			rx__registry_place(r, e);
+	}
+}
+
 void rx__registry_place(struct rx_registry *r, struct rx__entry *e)
 {
 	e->idle_since_ns = e->guard.last_used_ns;
@@ -293,52 +350,104 @@ void rx__registry_place(struct rx_registry *r, struct rx__entry *e)
 		list_append(r, &r->parked, e, RX__LIST_PARKED);
 }
 
-int rx_registry_create(struct rx_registry **out,
-		       const struct rx_registry_config *rcfg,
-		       const struct rx_guard_config *gcfg)
-{
-	if (out == NULL || registry_config_check(rcfg) != RX_OK ||
-	    rx_guard_config_check(gcfg, NULL) != RX_OK)
-		return RX_EINVAL;
-	*out = NULL;
+/* The block's layout for a configuration already checked: offsets of the
+ * entries, the index and the slots, each cache-line aligned, and the
+ * size. */
+struct layout {
+	uint64_t entries, table, slots, size;
+	uint32_t table_size, slots_per_key;
+};
 
-	struct rx_registry *r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return RX_ENOMEM;
-	r->cfg = *rcfg;
-	r->gcfg = *gcfg;
+static uint64_t align64(uint64_t n)
+{
+	return (n + 63) & ~(uint64_t)63;
+}
+
+static void layout_of(const struct rx_registry_config *rcfg,
+		      const struct rx_guard_config *gcfg, struct layout *l)
+{
 	uint32_t n = rcfg->max_keys;
 	uint32_t tsize = 2;
 	while (tsize < 2 * n)
 		tsize <<= 1;
-	r->table_mask = tsize - 1;
-	r->slots_per_key = gcfg->breaker_on ? gcfg->breaker.window_calls : 0;
-	r->entries = calloc(n, sizeof(*r->entries));
-	r->table = calloc(tsize, sizeof(*r->table));
-	if (r->slots_per_key > 0)
-		r->slots =
-		    calloc((size_t)n * r->slots_per_key, sizeof(*r->slots));
-	if (r->entries == NULL || r->table == NULL ||
-	    (r->slots_per_key > 0 && r->slots == NULL)) {
-		rx_registry_destroy(r);
-		return RX_ENOMEM;
-	}
+	l->table_size = tsize;
+	l->slots_per_key = gcfg->breaker_on ? gcfg->breaker.window_calls : 0;
+	l->entries = align64(sizeof(struct rx_registry));
+	l->table = align64(l->entries + (uint64_t)n * sizeof(struct rx__entry));
+	l->slots = align64(l->table + (uint64_t)tsize * sizeof(uint32_t));
+	l->size = align64(l->slots + (uint64_t)n * l->slots_per_key *
+					 sizeof(struct rx_window_slot));
+	if (l->slots_per_key == 0)
+		l->slots = 0;
+}
+
+size_t rx_registry_size(const struct rx_registry_config *rcfg,
+			const struct rx_guard_config *gcfg)
+{
+	struct layout l;
+
+	if (registry_config_check(rcfg) != RX_OK ||
+	    rx_guard_config_check(gcfg, NULL) != RX_OK)
+		return 0;
+	layout_of(rcfg, gcfg, &l);
+	return (size_t)l.size;
+}
+
+int rx_registry_format(void *mem, size_t size,
+		       const struct rx_registry_config *rcfg,
+		       const struct rx_guard_config *gcfg,
+		       struct rx_registry **out)
+{
+	struct layout l;
+
+	if (out == NULL || mem == NULL || ((uintptr_t)mem & 15) != 0 ||
+	    registry_config_check(rcfg) != RX_OK ||
+	    rx_guard_config_check(gcfg, NULL) != RX_OK)
+		return RX_EINVAL;
+	layout_of(rcfg, gcfg, &l);
+	if (size < l.size)
+		return RX_EINVAL;
+	struct rx_registry *r = mem;
+	memset(r, 0, sizeof(*r));
+	r->cfg = *rcfg;
+	r->gcfg = *gcfg;
+	r->size = l.size;
+	r->entries_off = l.entries;
+	r->table_off = l.table;
+	r->slots_off = l.slots;
+	r->table_mask = l.table_size - 1;
+	r->slots_per_key = l.slots_per_key;
 	r->free.head = r->free.tail = RX__NIL;
 	r->idle.head = r->idle.tail = RX__NIL;
 	r->parked.head = r->parked.tail = RX__NIL;
-	for (uint32_t i = 0; i < n; i++)
-		list_append(r, &r->free, &r->entries[i], RX__LIST_FREE);
+	for (uint32_t i = 0; i < rcfg->max_keys; i++)
+		list_append(r, &r->free, &rx__entries(r)[i], RX__LIST_FREE);
 	*out = r;
 	return RX_OK;
 }
 
+int rx_registry_create(struct rx_registry **out,
+		       const struct rx_registry_config *rcfg,
+		       const struct rx_guard_config *gcfg)
+{
+	size_t size = rx_registry_size(rcfg, gcfg);
+
+	if (out == NULL || size == 0)
+		return RX_EINVAL;
+	*out = NULL;
+	/* One zeroed allocation (a large calloc maps fresh pages: untouched
+	 * keys cost nothing), 16-aligned as malloc's are. */
+	void *mem = calloc(1, size);
+	if (mem == NULL)
+		return RX_ENOMEM;
+	int rc = rx_registry_format(mem, size, rcfg, gcfg, out);
+	if (rc != RX_OK)
+		free(mem);
+	return rc;
+}
+
 void rx_registry_destroy(struct rx_registry *r)
 {
-	if (r == NULL)
-		return;
-	free(r->slots);
-	free(r->table);
-	free(r->entries);
 	free(r);
 }
 
@@ -359,7 +468,7 @@ struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
 	uint32_t pos = probe(r, key, len, h, &found);
 	struct rx__entry *e;
 	if (found) {
-		e = &r->entries[r->table[pos] - 1];
+		e = &rx__entries(r)[rx__table(r)[pos] - 1];
 		if (e->pins == 0) {
 			bool was_idle = e->list == RX__LIST_IDLE;
 			list_remove(r, e);
@@ -396,6 +505,31 @@ uint32_t rx_registry_index(const struct rx_registry *r,
 	return index_of(r, rx__entry_of(g));
 }
 
+void rx_registry_pin(struct rx_registry *r, struct rx_guard *g, uint32_t n)
+{
+	struct rx__entry *e = rx__entry_of(g);
+
+	if (e->pins == 0) /* was unpinned: off its list, as acquire does */
+		list_remove(r, e);
+	e->pins += n;
+	e->list = RX__LIST_PINNED;
+}
+
+struct rx_guard *rx_registry_guard_at(struct rx_registry *r, uint32_t index)
+{
+	if (r == NULL || index >= r->cfg.max_keys ||
+	    rx__entries(r)[index].list == RX__LIST_FREE)
+		return NULL;
+	return &rx__entries(r)[index].guard;
+}
+
+void rx_registry_reset_at(struct rx_registry *r, uint32_t index,
+			  uint64_t now_ns)
+{
+	if (rx_registry_guard_at(r, index) != NULL)
+		reset_guard(r, &rx__entries(r)[index], now_ns);
+}
+
 const char *rx_registry_key(const struct rx_registry *r,
 			    const struct rx_guard *g)
 {
@@ -419,7 +553,7 @@ void rx_registry_foreach(struct rx_registry *r,
 			 void *arg)
 {
 	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
-		struct rx__entry *e = &r->entries[i];
+		struct rx__entry *e = &rx__entries(r)[i];
 		if (e->list != RX__LIST_FREE)
 			fn(arg, e->key, &e->guard);
 	}

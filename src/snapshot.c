@@ -89,7 +89,7 @@ static uint64_t get(struct cursor *c, unsigned bytes)
 static const struct rx__entry *live_entry(const struct rx_registry *r,
 					  uint32_t i)
 {
-	const struct rx__entry *e = &r->entries[i];
+	const struct rx__entry *e = &rx__entries(r)[i];
 	return e->list == RX__LIST_FREE ? NULL : e;
 }
 
@@ -97,7 +97,7 @@ static const struct rx__entry *live_entry(const struct rx_registry *r,
 static struct rx_window_slot *slot_at(const struct rx_window *w, uint32_t i)
 {
 	uint32_t k = w->tail + i;
-	return &w->slots[k >= w->capacity ? k - w->capacity : k];
+	return &rx_window_slots(w)[k >= w->capacity ? k - w->capacity : k];
 }
 
 size_t rx_snapshot_size(const struct rx_registry *r)
@@ -237,7 +237,17 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 	b->last_now_ns = now;
 	if (p->state == RX_BREAKER_OPEN) {
 		uint64_t age = rx__sat_add(p->open_age, gap);
-		if (age >= rx__ms_to_ns(b->cfg.open_ms)) {
+		uint64_t open_ns = rx__ms_to_ns(b->cfg.open_ms);
+
+		/* An open period that ran out stays open, opened that long
+		 * ago: the first admission moves it to half-open itself, and
+		 * says so (open-elapsed), so that a log never shows a
+		 * half-open breaker closing that it never saw open (ADR-367).
+		 * An age older than this clock's start is as good as its
+		 * start, as long as that is an open period ago; a clock
+		 * younger than that cannot place it, and only then does the
+		 * entry come back half-open. */
+		if (age >= open_ns && now < open_ns) {
 			b->state = RX_BREAKER_HALF_OPEN;
 		} else {
 			b->state = RX_BREAKER_OPEN;

@@ -18,7 +18,7 @@
 /* Remove the oldest slot and take it out of the running counters. */
 static inline void rx__window_drop_tail(struct rx_window *w)
 {
-	const struct rx_window_slot *s = &w->slots[w->tail];
+	const struct rx_window_slot *s = &rx_window_slots(w)[w->tail];
 	w->failures -= (s->flags & RX_SLOT_FAILURE) != 0;
 	w->slow -= (s->flags & RX_SLOT_SLOW) != 0;
 	w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
@@ -33,7 +33,7 @@ static inline bool rx__window_expire(struct rx_window *w, uint64_t now_ns)
 	if (w->max_age_ns == 0)
 		return false;
 	while (w->count > 0 &&
-	       rx__sat_sub(now_ns, w->slots[w->tail].t_ns) >= w->max_age_ns) {
+	       rx__sat_sub(now_ns, rx_window_slots(w)[w->tail].t_ns) >= w->max_age_ns) {
 		rx__window_drop_tail(w);
 		w->aged_out = rx__sat_add(w->aged_out, 1);
 		evicted = true;
@@ -52,7 +52,7 @@ static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
 		/* A full ring, the steady state: the new slot takes the
 		 * oldest one's place, which is the tail, and the tail moves
 		 * on; the count stays (ADR-302). */
-		struct rx_window_slot *s = &w->slots[w->tail];
+		struct rx_window_slot *s = &rx_window_slots(w)[w->tail];
 		uint32_t old = s->flags;
 		w->failures +=
 		    (flags & RX_SLOT_FAILURE) - (old & RX_SLOT_FAILURE);
@@ -64,11 +64,12 @@ static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
 		return;
 	}
 	uint32_t head = w->tail + w->count;
+	struct rx_window_slot *slots = rx_window_slots(w);
 	if (head >= w->capacity)
 		head -= w->capacity;
-	w->slots[head].t_ns = now_ns;
-	w->slots[head].flags = flags;
-	w->slots[head].pad = 0;
+	slots[head].t_ns = now_ns;
+	slots[head].flags = flags;
+	slots[head].pad = 0;
 	w->count++;
 	w->failures += (flags & RX_SLOT_FAILURE) != 0;
 	w->slow += (flags & RX_SLOT_SLOW) != 0;

@@ -26,7 +26,7 @@ int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
 	if (w == NULL || slots == NULL || capacity == 0 ||
 	    capacity > WINDOW_CAPACITY_MAX)
 		return RX_EINVAL;
-	w->slots = slots;
+	w->slots_off = (int64_t)((intptr_t)slots - (intptr_t)w);
 	w->capacity = capacity;
 	w->max_age_ns = max_age_ns;
 	w->aged_out = 0;

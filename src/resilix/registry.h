@@ -68,6 +68,26 @@ int rx_registry_create(struct rx_registry **out,
                        const struct rx_registry_config *rcfg,
                        const struct rx_guard_config *gcfg);
 
+/*
+ * rx_registry_size - the bytes of the one block a registry of this
+ * configuration takes (header, entries, index, window slots); 0 for a bad
+ * config. Thread-safe; O(1); no allocation.
+ *
+ * rx_registry_format - lay a registry out in @mem (@size bytes, at least
+ * rx_registry_size, 16-aligned, zeroed), which the caller owns: the block
+ * holds no pointer, only offsets from its start, so memory mapped at a
+ * different address in each of several processes holds one registry that
+ * every mapping reads (callers serialise across processes themselves).
+ * Returns RX_OK and *@out (== @mem), or RX_EINVAL. Not thread-safe;
+ * O(max_keys); no allocation. Do not rx_registry_destroy it.
+ */
+size_t rx_registry_size(const struct rx_registry_config *rcfg,
+                        const struct rx_guard_config *gcfg);
+int rx_registry_format(void *mem, size_t size,
+                       const struct rx_registry_config *rcfg,
+                       const struct rx_guard_config *gcfg,
+                       struct rx_registry **out);
+
 /* rx_registry_destroy - free everything create allocated; every guard and
  * key pointer it handed out dies with it. NULL is accepted. Not
  * thread-safe; O(1). */
@@ -100,6 +120,33 @@ void rx_registry_release(struct rx_registry *r, struct rx_guard *g);
  * allocation. */
 uint32_t rx_registry_index(const struct rx_registry *r,
                            const struct rx_guard *g);
+
+/* rx_registry_guard_at - the guard in slot @index (< max_keys) when the
+ * slot holds a key, else NULL. rx_registry_reset_at - give that guard a
+ * fresh state (a half-done update found by a caller that serialises across
+ * processes: ADR-482), keeping its key and pins. Not thread-safe: callers
+ * hold the key's lock; O(1); no allocation. */
+struct rx_guard *rx_registry_guard_at(struct rx_registry *r, uint32_t index);
+void rx_registry_reset_at(struct rx_registry *r, uint32_t index,
+                          uint64_t now_ns);
+
+/*
+ * rx_registry_repair - rebuild the index, the lists and the count from the
+ * entries, after a process that shares the registry died while it changed
+ * them (ADR-482). An entry on no list with no pin (a half-done insert) gets
+ * a fresh guard; one whose bookkeeping is out of range is freed; a key found
+ * twice keeps its first entry (a pinned second one is renamed to a key no
+ * program makes, and leaves when unpinned). @pins_of, when not NULL, gives
+ * each slot's true pin count. Not thread-safe; O(max_keys); no allocation.
+ *
+ * rx_registry_pin - pin an acquired guard @n more times (a forked child
+ * whose inherited connections hold it, in a shared registry). Not
+ * thread-safe; O(1).
+ */
+void rx_registry_repair(struct rx_registry *r,
+                        uint32_t (*pins_of)(void *arg, uint32_t index),
+                        void *arg, uint64_t now_ns);
+void rx_registry_pin(struct rx_registry *r, struct rx_guard *g, uint32_t n);
 
 /* rx_registry_key - the key bytes of a guard of @r, NUL-terminated; valid
  * while the guard is pinned (an evicted entry's bytes are reused). Not

@@ -30,8 +30,12 @@ struct rx_window_slot {
 	uint32_t pad;
 };
 
+/* The slots' address relative to the window's own (self-relative, not a
+ * pointer): a window in memory that processes map at different addresses
+ * (a shared registry, ADR-480) reaches its slots from each mapping. Read
+ * it with rx_window_slots; a window is never copied by value. */
 struct rx_window {
-	struct rx_window_slot *slots;
+	int64_t slots_off;
 	uint32_t capacity;  /* N, >= 1 */
 	uint32_t tail;      /* index of the oldest slot */
 	uint32_t count;     /* slots in use, <= capacity */
@@ -41,6 +45,13 @@ struct rx_window {
 	uint64_t aged_out;   /* slots evicted by age since init (telemetry,
 	                        and the breaker's starvation signal) */
 };
+
+/* rx_window_slots - the window's slot array. O(1). */
+static inline struct rx_window_slot *rx_window_slots(const struct rx_window *w)
+{
+	return (struct rx_window_slot *)(void *)((char *)(uintptr_t)w +
+						 w->slots_off);
+}
 
 /*
  * rx_window_init - bind a window to caller storage.

@@ -139,14 +139,15 @@ rx_assert_grep "why it is open" \
 	"^127\\.0\\.0\\.1:$bad is open: failure rate 100%, .* over 10 calls" "$out"
 rx_assert_grep "the probe time, counted down from the write" \
 	"; probe in (59|60)\\.[0-9] s$" "$out"
-rx_assert_grep "the file's age" '^2 keys; written (just now|[0-9] s ago)$' "$out"
+rx_assert_grep "the file's age, and the process that wrote it (no %p)" \
+	'^2 keys; written (just now|[0-9] s ago) by pid [0-9]+$' "$out"
 # The same file two minutes later (its writer long gone): the open
 # period it shows has run out since.
 touch -d '-120 seconds' "$prom"
 timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
 rx_assert_grep "an old file: the probe is due, not 'in 60 s'" \
 	'; probe due \(the open period ended after the file was written\)$' "$out"
-rx_assert_grep "an old file: its age" '^2 keys; written 1[12][0-9] s ago$' "$out"
+rx_assert_grep "an old file: its age" '^2 keys; written 1[12][0-9] s ago by pid [0-9]+$' "$out"
 echo 'not metrics' >"$RX_TMP/junk"
 timeout 10 "$RUN" --status "$RX_TMP/junk" >"$out" 2>"$err"
 rx_assert_eq "--status on a file that is not metrics" 2 "$?"

@@ -3,9 +3,12 @@
 # looks like any response bytes (success). The curl layer reads the status
 # from libcurl, so a TLS upstream with a self-signed certificate that
 # answers 500 trips the breaker for libcurl programs and for `curl -k`,
-# while the same transfers through the multi interface (left to the socket
-# layer, ADR-151) never trip it. 503s with Retry-After are overload: they
-# never trip the breaker and every request reaches the upstream.
+# and the same transfers through the multi interface (left to the socket
+# layer, ADR-151) trip it too, now that the TLS layer reads their
+# plaintext (ADR-440) - while inside curl_easy_perform the TLS layer
+# stands aside: each transfer settles once, at=curl. 503s with
+# Retry-After are overload: they never trip the breaker and every
+# request reaches the upstream.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 rx_require_build
@@ -38,20 +41,25 @@ if [ $client_ok = yes ]; then
 	rx_assert_eq "https: transient settlements at=curl" $MIN \
 		"$(grep 'event=settle verdict=transient' "$err" | grep -c 'at=curl')"
 	rx_assert_eq "https: transitions" "closed>open" "$(rx_transitions "$err")"
+	rx_assert_eq "https: no settlement but the curl layer's" $MIN \
+		"$(rx_settles "$err")"
 	rx_upstream_stop a
 
-	# --- the same through the multi interface: the socket layer's view
-	# (bytes arrived = success) cannot trip on what it cannot read ------
+	# --- the same through the multi interface: the TLS layer reads the
+	# statuses (ADR-440), so the 500s trip it too -----------------------
 	rx_pyup_start b --tls "$RX_TMP/cert.pem" "$RX_TMP/key.pem" --default 500
 	out=$RX_TMP/b.out err=$RX_TMP/b.err
 	rx_dump_on_fail "$out" "$err"
 	rx_shim "${guard[@]}" "$CURL_CLIENT" --mode multi --parallel 1 \
 		--insecure --requests 20 "https://127.0.0.1:$RX_PORT/fail" \
 		>"$out" 2>"$err" || rx_fail "curl_client exit status $?"
-	rx_assert_eq "multi https: every transfer answered 500" 20 \
+	rx_assert_eq "multi https: answered 500 before the trip" $MIN \
 		"$(awk '$3 == 0 && $4 == 500' "$out" | wc -l | tr -d ' ')"
-	rx_assert_eq "multi https: requests upstream" 20 "$(rx_count b)"
-	rx_assert_eq "multi https: no transition" "" "$(rx_transitions "$err")"
+	rx_assert_eq "multi https: requests upstream" $MIN "$(rx_count b)"
+	rx_assert_eq "multi https: transitions" "closed>open" \
+		"$(rx_transitions "$err")"
+	rx_assert_eq "multi https: settled at the first plaintext byte" $MIN \
+		"$(rx_settles "$err" first-byte)"
 	rx_assert_eq "multi https: no curl-layer settlement" 0 \
 		"$(rx_settles "$err" curl)"
 	rx_upstream_stop b

@@ -6,7 +6,9 @@
 # the host program or of another library (a core function named like the
 # application's own), or grow an ABI nobody promised. The list below is
 # the contract; a wrapper added to preload/ must be added here too. The
-# curl_easy_* names are the curl layer's (preload/curl.c, ADR-150).
+# curl_easy_* names are the curl layer's (preload/curl.c, ADR-150); the
+# SSL_* and gnutls_* names the TLS layer's (preload/tls_openssl.c,
+# preload/tls_gnutls.c, ADR-444).
 #
 # Tolerated besides the list: symbols the toolchain puts in every shared
 # object (_init, _fini, and the section markers of older linkers), and
@@ -59,6 +61,23 @@ recv
 recvfrom
 recvmmsg
 recvmsg
+SSL_clear
+SSL_connect
+SSL_do_handshake
+SSL_free
+SSL_get_error
+SSL_peek
+SSL_peek_ex
+SSL_read
+SSL_read_ex
+SSL_shutdown
+SSL_write
+SSL_write_ex
+gnutls_bye
+gnutls_deinit
+gnutls_handshake
+gnutls_record_recv
+gnutls_record_send
 send
 sendfile
 sendfile64

@@ -98,6 +98,10 @@ for q in ("0.5", "0.9", "0.99"):
 expect("calls in flight", val("resilix_calls_in_flight", key=key), 0.0)
 expect("registry keys", val("resilix_registry_keys"), 1.0)
 expect("registry overflows", val("resilix_registry_overflows_total"), 0.0)
+# Whose numbers these are, in a file without %p (ADR-368).
+w = [s for f in fams.values() for s in f.samples if s.name == "resilix_writer_info"]
+expect("one writer series, naming a pid",
+       len(w) == 1 and w[0].labels.get("pid", "").isdigit() and w[0].value == 1, True)
 if problems:
     print("PROBLEMS:", problems)
     sys.exit(1)

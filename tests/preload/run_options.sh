@@ -7,7 +7,8 @@
 #     clash together (--limit-min above --limit-max) too. The same value
 #     in the environment stays the shim's: one line, and the program runs,
 #     passing through.
-#   - --check shows a value an option gave as "option --NAME", not
+#   - --check shows a value an option gave as "option --NAME" (told to
+#     resilix-config with --source, ADR-369), not
 #     "environment", and keeps its source column in line whatever the
 #     length of the values (ADR-342).
 #   - --version prints the version; --status on a missing file says so in
@@ -79,6 +80,19 @@ rx_assert_grep "a default's" '^RESILIX_WINDOW_CALLS +100 +default$' "$out"
 cols=$(awk '/^RESILIX_/ { s = $0; sub(/ +(default|environment|option).*$/, "", s)
 	match($0, / (default|environment|option)/); print RSTART }' "$out" | sort -u | wc -l)
 rx_assert_eq "the source column: one start for every row" 1 "$(echo $cols)"
+# resilix-config itself says so, without the wrapper redoing its table
+# (ADR-369): told the options' sources, sized to its longest value, and
+# an empty variable is the default's.
+timeout 10 env RESILIX_LOG_FILE="$long" RESILIX_OPEN_MS=3000 RESILIX_LOG= \
+	"$RESILIX_BUILDDIR/resilix-config" --source \
+	"RESILIX_OPEN_MS=option --open-ms" >"$out" 2>"$err"
+rx_assert_grep "resilix-config --source: the option named" \
+	'^RESILIX_OPEN_MS +3000 +option --open-ms$' "$out"
+rx_assert_grep "resilix-config: an empty variable" \
+	'^RESILIX_LOG +warn +default \(empty\)$' "$out"
+cols=$(awk '/^RESILIX_/ { match($0, / (default|environment|option)/); print RSTART }' \
+	"$out" | sort -u | wc -l)
+rx_assert_eq "resilix-config: one source column with a long value" 1 "$(echo $cols)"
 
 # --version, and --status on a file that is not there.
 timeout 10 "$RUN" --version >"$out" 2>"$err"

@@ -11,7 +11,10 @@
  *               [--unix-until K] URL...
  *
  *   --mode easy     curl_easy_perform (the default); multi: one multi
- *                   handle running --parallel transfers at once
+ *                   handle running --parallel transfers at once;
+ *                   connect-only: CURLOPT_CONNECT_ONLY to the first URL,
+ *                   then --requests "GET /" requests on that connection
+ *                   with curl_easy_send and curl_easy_recv
  *   --threads N     easy mode: N threads, each doing --requests transfers
  *   --requests N    transfers per thread (easy) or in total (multi),
  *                   default 10; URL i of the list serves transfer i
@@ -54,6 +57,7 @@
  * usage error.
  */
 #include <curl/curl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -288,9 +292,75 @@ static int fork_stress(int n)
 	return 0;
 }
 
+/* Wait until @fd is readable (@in) or writable, 10 s at most. */
+static int await_fd(curl_socket_t fd, bool in)
+{
+	struct pollfd p = {.fd = fd, .events = in ? POLLIN : POLLOUT};
+
+	return poll(&p, 1, 10000) == 1 ? 0 : -1;
+}
+
+/*
+ * connect-only mode: CURLOPT_CONNECT_ONLY, then --requests HTTP/1.1
+ * requests on that connection with curl_easy_send, each answer read with
+ * curl_easy_recv up to the end of its Content-Length body. Reported as
+ * the easy mode's lines (thread 0).
+ */
+static void run_connect_only(void)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	CURL *h = curl_easy_init();
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	char buf[8192];
+	int i, rc;
+
+	curl_easy_setopt(h, CURLOPT_URL, urls[0]);
+	curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &fd);
+	for (i = 0; i < requests && rc == CURLE_OK; i++) {
+		uint64_t t0 = now_us();
+		size_t sent = 0, got = 0, n;
+		long status = 0, clen = -1;
+		char *end = NULL;
+
+		while (rc == CURLE_OK && sent < sizeof(req) - 1) {
+			rc = curl_easy_send(h, req + sent, sizeof(req) - 1 - sent,
+					    &n);
+			if (rc == CURLE_AGAIN && await_fd(fd, false) == 0)
+				rc = CURLE_OK, n = 0;
+			sent += rc == CURLE_OK ? n : 0;
+		}
+		while (rc == CURLE_OK &&
+		       (!end || got < (size_t)(end - buf) + 4 + (size_t)clen)) {
+			rc = curl_easy_recv(h, buf + got, sizeof(buf) - 1 - got,
+					    &n);
+			if (rc == CURLE_AGAIN && await_fd(fd, true) == 0) {
+				rc = CURLE_OK;
+				continue;
+			}
+			if (rc != CURLE_OK || n == 0)
+				break;
+			got += n;
+			buf[got] = '\0';
+			if (!end && (end = strstr(buf, "\r\n\r\n")) != NULL) {
+				const char *cl = strstr(buf, "Content-Length:");
+
+				clen = cl ? atol(cl + 15) : 0;
+				status = atol(buf + 9);
+			}
+		}
+		report(0, i, rc, status, now_us() - t0, NULL);
+	}
+	if (rc != CURLE_OK)
+		report(0, i, rc, 0, 0, NULL);
+	curl_easy_cleanup(h);
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: curl_client [--mode easy|multi] [--threads N] "
+	fprintf(stderr, "usage: curl_client [--mode easy|multi|connect-only] "
+			"[--threads N] "
 			"[--requests N] [--parallel N] [--method M] "
 			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
@@ -375,6 +445,8 @@ int main(int argc, char **argv)
 		return fork_stress(stress);
 	if (strcmp(mode, "multi") == 0) {
 		run_multi();
+	} else if (strcmp(mode, "connect-only") == 0) {
+		run_connect_only();
 	} else if (strcmp(mode, "easy") == 0) {
 		for (i = 0; i < threads; i++)
 			pthread_create(&tid[i], NULL, easy_thread,

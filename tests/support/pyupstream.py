@@ -15,6 +15,7 @@ Usage:
   --default STATUS       everything else, default 200
   429 and 503 carry "Retry-After: 1".
   --location URL         3xx answers carry "Location: URL" (a redirect)
+  --delay-ms MS          wait this long before each answer (a slow upstream)
   --unix PATH            listen on this Unix socket instead of TCP (a
                          leading '@' makes it abstract); the port file
                          then says 0
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--git-root")
     ap.add_argument("--location")
     ap.add_argument("--unix")
+    ap.add_argument("--delay-ms", type=float, default=0)
     args = ap.parse_args()
 
     rules = []
@@ -81,6 +83,8 @@ def main():
             return self.rfile.read(n) if n else b""
 
         def answer(self, status, payload=b"ok\n"):
+            if args.delay_ms > 0:
+                time.sleep(args.delay_ms / 1000.0)
             self.send_response(status)
             if status in (429, 503):
                 self.send_header("Retry-After", "1")

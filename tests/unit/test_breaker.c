@@ -762,7 +762,7 @@ static void test_backwards_clock(void)
 	CU_ASSERT_EQUAL(admit(&f, &t, &why), RX_ADMIT);
 	f.clk.now_ns = 1;
 	settle(&f, &t, RX_TRANSIENT, 1);
-	CU_ASSERT_EQUAL(f.b.window.slots[f.b.window.tail].t_ns,
+	CU_ASSERT_EQUAL(rx_window_slots(&f.b.window)[f.b.window.tail].t_ns,
 			opened + 5000 * MS);
 	CU_ASSERT_EQUAL(stats(&f).window_count, 1);
 }

@@ -253,14 +253,21 @@ static void test_idle_gap_ages_open_period(void)
 	b = make(16, 600000, &gc);
 	rx_snapshot_hydrate(b, buf, len, 50 * S, WALL + 3 * S);
 	s = key_stats(b, k, 50 * S);
-	CU_ASSERT_EQUAL(s.state, RX_BREAKER_HALF_OPEN);
+	/* The open period ran out, but the breaker comes back open, opened
+	 * that long ago: the first admission moves it to half-open, as a
+	 * transition of its own (ADR-367). */
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(s.open_remaining_ms, 0);
 	CU_ASSERT_EQUAL(s.probes_in_flight, 0);
 	/* One probe is admitted, the next call is refused. */
 	struct rx_guard *g = rx_registry_acquire(b, k, strlen(k), 50 * S);
 	struct rx_admit_ctx ctx = {.now_ns = 50 * S};
 	struct rx_gate_permit p1, p2;
 	struct rx_refusal why;
+	uint64_t before = g->breaker.transitions;
 	CU_ASSERT_EQUAL(rx_guard_admit(g, &ctx, &p1, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(g->breaker.state, RX_BREAKER_HALF_OPEN);
+	CU_ASSERT_EQUAL(g->breaker.transitions, before + 1);
 	CU_ASSERT_EQUAL(rx_guard_admit(g, &ctx, &p2, &why), RX_REFUSE);
 	CU_ASSERT_EQUAL(why.reason, RX_REASON_HALF_OPEN_BUSY);
 	struct rx_observation o = {RX_SUCCESS, 1, 50 * S};
@@ -279,13 +286,15 @@ static void test_ttl_and_capacity_on_hydrate(void)
 	unsigned char *buf = snap(a, 1000 * S, WALL, &len);
 	struct rx_guard_config gc = guard_cfg();
 	/* Ten idle minutes later: the closed keys are past the TTL, the
-	 * open one is kept (it comes back half-open). */
+	 * open one is kept (it comes back open, its period run out). */
 	struct rx_registry *b = make(16, 600000, &gc);
 	CU_ASSERT_EQUAL(rx_snapshot_hydrate(b, buf, len, 5 * S, WALL + 600 * S),
 			RX_OK);
 	CU_ASSERT_EQUAL(rx_registry_count(b), 1);
 	CU_ASSERT_EQUAL(key_stats(b, "10.0.0.2:443", 5 * S).state,
-			RX_BREAKER_HALF_OPEN);
+			RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(key_stats(b, "10.0.0.2:443", 5 * S).open_remaining_ms,
+			0);
 	rx_registry_destroy(b);
 	/* A registry with room for two keeps two. */
 	b = make(2, 600000, &gc);

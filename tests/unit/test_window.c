@@ -16,8 +16,8 @@ static void assert_consistent(const struct rx_window *w)
 	uint32_t f = 0, s = 0;
 	for (uint32_t k = 0; k < w->count; k++) {
 		uint32_t i = (w->tail + k) % w->capacity;
-		f += (w->slots[i].flags & RX_SLOT_FAILURE) != 0;
-		s += (w->slots[i].flags & RX_SLOT_SLOW) != 0;
+		f += (rx_window_slots(w)[i].flags & RX_SLOT_FAILURE) != 0;
+		s += (rx_window_slots(w)[i].flags & RX_SLOT_SLOW) != 0;
 	}
 	CU_ASSERT_EQUAL(f, w->failures);
 	CU_ASSERT_EQUAL(s, w->slow);
@@ -140,7 +140,7 @@ static void test_random_wraparound_consistent(void)
 		assert_consistent(&w);
 		/* Every slot is younger than max age after a push/expire. */
 		if (w.count > 0)
-			CU_ASSERT(now - w.slots[w.tail].t_ns < 20 * MS);
+			CU_ASSERT(now - rx_window_slots(&w)[w.tail].t_ns < 20 * MS);
 	}
 }
 

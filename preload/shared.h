@@ -1,0 +1,93 @@
+/*
+ * preload/shared.h - RESILIX_SHARED: the key registry, its locks and wait
+ * words in one shared-memory segment that every process of the user
+ * naming it maps (shared.c; ADR-480 to ADR-486).
+ *
+ * The segment is a file (/dev/shm/resilix-NAME, or an absolute path),
+ * mode 0600, created O_EXCL|O_NOFOLLOW or opened O_NOFOLLOW and checked:
+ * owner, mode, type, magic, version, layout, every size, the settings
+ * that shape a guard, the pid namespace. Anything else is refused with
+ * one line on stderr and the process guards on its own.
+ *
+ * Every process takes a slot in the segment's process table (pid and
+ * start time) and keeps, per key, what it holds there: pins, calls in
+ * flight, limiter slots, half-open probes, queue places (struct
+ * rx_shm_hold, its row of the hold table). A process found dead - by a
+ * waiter whose lock it holds, or by the sweep at start-up, fork and on
+ * refusals - gives those back: the recovery subtracts its row.
+ */
+#ifndef RESILIX_PRELOAD_SHARED_H
+#define RESILIX_PRELOAD_SHARED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "lock.h"
+#include "resilix.h"
+#include "shim_config.h"
+
+#define RX_SHM_PROCS 256 /* process table slots */
+
+/* What one process holds on one key, as changes it made to the shared
+ * counters (admit.c measures them around each guard call, under the
+ * key's lock). Signed: a settlement may lower a counter another process
+ * raised; the recovery gives back only what is above zero. */
+struct rx_shm_hold {
+	int32_t pins;	/* registry pins (under the registry lock) */
+	int32_t calls;	/* guard in_flight */
+	int32_t lim;	/* limiter in_flight */
+	int32_t probes; /* breaker probes_in_flight */
+	int32_t queued; /* limiter queue places */
+	int32_t bucket; /* admitted calls counted in the criticality bucket */
+	int32_t pad[2];
+};
+
+/* The shared mode is on (set at start-up; read-only afterwards). */
+extern bool rx__shared_on RX_HIDDEN;
+/* This process formatted the segment (it may hydrate the state file). */
+extern bool rx__shared_created RX_HIDDEN;
+/* This process's row of the hold table: max_keys holds. */
+extern struct rx_shm_hold *rx__shm_holds RX_HIDDEN;
+
+/* What a successful attach gives admit.c. */
+struct rx_shm_view {
+	struct rx_registry *registry;
+	struct rx_lock *registry_lock;
+	struct rx_lock *guard_locks; /* max_keys */
+	void *waits;		     /* max_keys x the wait size asked */
+};
+
+/*
+ * rx__shared_setup - with cfg->shared set, open or create the segment,
+ * check it, map it, take a process slot and sweep the dead. @wait_size:
+ * bytes of admit.c's per-key wait record (zeroed at creation). Returns
+ * 1 and fills @out; 0 when RESILIX_SHARED is unset; -1 when the segment
+ * was refused or cannot be had (one line on stderr said why): the caller
+ * goes on per process. Start-up only.
+ */
+int rx__shared_setup(const struct rx_config *cfg, size_t wait_size,
+		     struct rx_shm_view *out);
+
+/* Fork: the prepare handler, holding the registry lock, remembers this
+ * process's pins (the child's inherited connections hold them too); the
+ * child takes a slot of its own and pins those keys again. */
+void rx__shared_before_fork(void);
+void rx__shared_after_fork_child(void);
+
+/*
+ * rx__shared_sweep - give back what dead processes hold, at most once per
+ * RX_SHM_SWEEP_NS host-wide unless @force (a lock was taken over). No
+ * lock held by the caller. A few system calls per used slot: the slow
+ * paths only (a refusal, a wait).
+ */
+void rx__shared_sweep(uint64_t now_ns, bool force);
+
+/* A sweep is due (a lock was taken over from a dead process): one load. */
+bool rx__shared_sweep_due(void);
+
+/* Which bucket this process's calls count in (RESILIX_CRITICALITY). */
+extern unsigned rx__shm_bucket RX_HIDDEN;
+
+#endif
