@@ -50,13 +50,16 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "deadline.h"
 #include "errclass.h"
+#include "interrupt.h"
 #include "log.h"
 #include "metrics.h"
 #include "runtime.h"
 #include "shared.h"
 #include "state.h"
 #include "symbols.h"
+#include "transition.h"
 
 static struct rx_registry *registry;
 /* The registry lock: this process's own, or the shared segment's. */
@@ -78,35 +81,6 @@ struct key_wait {
 	uint64_t logged_ns;    /* when it was logged */
 };
 static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
-
-/*
- * Outstanding deadlines (ADR-382), beside guard_locks (same index), only
- * with RESILIX_TIMEOUT_MS set: a FIFO of the calls admitted on the key,
- * each with its deadline and a copy of its permit. The timeout is one
- * constant, so arrival order is deadline order. Each admission or
- * settlement on the key settles, under the guard lock it holds anyway,
- * the entries whose deadline has passed as timeouts; a call's own end
- * claims its entry first, and finds it gone when it was settled so: its
- * late answer is then no evidence and releases nothing. An entry holds
- * its sequence number's low 16 bits (0: settled, by either) and its
- * owner (the call's fd record, which has one call armed at a time): the
- * call keeps both, and finds its entry by them. A full ring arms nothing: the call is
- * judged at its own end, as without the ring. Read and written under the
- * key's guard lock; mapped at start-up, untouched pages cost nothing.
- */
-#define DL_RING 64 /* entries per key (a power of two) */
-#define DL_SWEEP_MAX 8 /* most timeouts settled by one admission */
-struct dl_entry {
-	uint64_t deadline_ns;
-	const void *owner;
-	uint16_t seq; /* 0: settled */
-	struct rx_gate_permit permit;
-};
-struct key_deadlines {
-	uint64_t head, tail; /* entries head+1..tail, at seq % DL_RING */
-	struct dl_entry e[DL_RING];
-};
-static struct key_deadlines *key_deadlines; /* NULL: no RESILIX_TIMEOUT_MS */
 
 /*
  * With RESILIX_SHARED, what this process holds on a key (shared.h): the
@@ -172,88 +146,12 @@ const char *rx__key_name(struct rx_guard *g)
  * Admission and settlement, with breaker transitions logged.
  * ---------------------------------------------------------------------- */
 
-struct watch {
-	bool on;	      /* log a transition (level info) */
-	bool changed;	      /* the breaker changed state */
-	uint64_t transitions; /* its count before */
-	struct rx_breaker_stats before, after;
-};
-
-/* Caller holds @g's lock, from watch_begin to watch_end. */
-static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
-{
-	w->transitions = g->breaker.transitions;
-	w->on = rx__cfg.guard.breaker_on && rx__log_enabled(RX_LOG_INFO);
-	if (w->on)
-		rx_breaker_stats(&g->breaker, now, &w->before);
-}
-
-static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
-{
-	w->changed = g->breaker.transitions != w->transitions;
-	if (w->on)
-		rx_breaker_stats(&g->breaker, now, &w->after);
-}
-
-/* Why the breaker moved from @from to @to, judged from the stats after
- * the move (a trip does not clear the window). */
-static const char *transition_reason(const struct rx_breaker_stats *st,
-				     enum rx_breaker_state from,
-				     enum rx_breaker_state to)
-{
-	const struct rx_breaker_config *b = &rx__cfg.guard.breaker;
-	uint32_t min =
-	    b->min_calls < b->window_calls ? b->min_calls : b->window_calls;
-	bool enough;
-
-	if (from == RX_BREAKER_OPEN && to == RX_BREAKER_HALF_OPEN)
-		return "open-elapsed";
-	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_CLOSED)
-		return "probe-succeeded";
-	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_OPEN)
-		return "probe-failed";
-	if (from != RX_BREAKER_CLOSED || to != RX_BREAKER_OPEN)
-		return "unknown";
-	/* A starved window decides on what it holds, down to 5 samples. */
-	if (st->starved && min > 5)
-		min = 5;
-	enough = st->window_count >= min;
-	if (enough && b->failure_rate < 1.0 &&
-	    st->failure_rate > b->failure_rate)
-		return "failure-rate";
-	if (enough && b->slow_call_ms > 0 && b->slow_call_rate < 1.0 &&
-	    st->slow_call_rate > b->slow_call_rate)
-		return "slow-call-rate";
-	if (b->consecutive_backstop > 0 &&
-	    st->consecutive_failures >= b->consecutive_backstop)
-		return "consecutive-failures";
-	return "unknown";
-}
-
-/* Log a transition seen by @w. Called with no lock held. */
-static void watch_log(const struct watch *w, struct rx_guard *g)
-{
-	char fr[8], sr[8];
-
-	if (!w->on || w->before.transitions == w->after.transitions)
-		return;
-	rx__log(RX_LOG_INFO,
-		"key=%s event=breaker-transition from=%s to=%s reason=%s "
-		"failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
-		key_of(g), rx_breaker_state_name(w->before.state),
-		rx_breaker_state_name(w->after.state),
-		transition_reason(&w->after, w->before.state, w->after.state),
-		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
-		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
-		w->after.window_count, w->after.consecutive_failures);
-}
-
 /* After an admission step: log a transition, and let the metrics file
  * show it at once (ADR-222). No lock held. */
 static void watch_report(const struct watch *w, struct rx_guard *g,
 			 uint64_t now)
 {
-	watch_log(w, g);
+	rx__watch_log(w, key_of(g));
 	if (w->changed && rx__metrics_on)
 		rx__metrics_tick(now, true);
 }
@@ -287,73 +185,8 @@ static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 	       errno != EINTR;
 }
 
-/* ------------------------------------------------------------------------
- * Outstanding deadlines (ADR-382). All under the key's guard lock.
- * ---------------------------------------------------------------------- */
-
-/* Arm a deadline for the call @permit admitted on slot @slot at @now:
- * its sequence number, or 0 when the ring is full (nothing armed). */
-static uint16_t dl_push(uint32_t slot, uint64_t now,
-			const struct rx_gate_permit *permit, const void *owner)
-{
-	struct key_deadlines *kd = &key_deadlines[slot];
-
-	while (kd->tail - kd->head < DL_RING) {
-		struct dl_entry *x = &kd->e[++kd->tail % DL_RING];
-
-		x->seq = (uint16_t)kd->tail;
-		if (x->seq == 0)
-			continue; /* 0 means settled: this place stays so */
-		x->owner = owner;
-		x->deadline_ns = now + rx__cfg.timeout_ms * RX_NS_PER_MS;
-		rx__permit_copy(&x->permit, permit);
-		return x->seq;
-	}
-	return 0;
-}
-
-/* The call of @seq ends on its own: take its entry out. false: the entry
- * is gone - the call was settled as a timeout when its deadline passed. */
-static bool dl_claim(uint32_t slot, const void *owner, uint16_t seq)
-{
-	struct dl_entry *x = &key_deadlines[slot].e[seq % DL_RING];
-
-	if (x->seq != seq || x->owner != owner)
-		return false;
-	x->seq = 0;
-	return true;
-}
-
-/* Settle as timeouts, at @now, the calls on slot @slot whose deadline has
- * passed (at most DL_SWEEP_MAX), and drop the entries their calls settled
- * themselves. Returns how many timed out. */
-static unsigned dl_sweep(struct rx_guard *g, uint32_t slot, uint64_t now)
-{
-	struct key_deadlines *kd = &key_deadlines[slot];
-	struct rx_observation obs;
-	unsigned n = 0;
-
-	obs.verdict = RX_TIMEOUT;
-	obs.latency_us = rx__cfg.timeout_ms * (RX_NS_PER_MS / RX_NS_PER_US);
-	obs.now_ns = now;
-	while (kd->head != kd->tail) {
-		struct dl_entry *x = &kd->e[(kd->head + 1) % DL_RING];
-
-		if (x->seq != 0) {
-			if (x->deadline_ns >= now || n == DL_SWEEP_MAX)
-				break;
-			rx_guard_settle(g, &x->permit, &obs);
-			if (rx__metrics_on)
-				rx__metrics_observe(slot, g, &obs);
-			x->seq = 0;
-			n++;
-		}
-		kd->head++;
-	}
-	return n;
-}
-
-/* After a sweep that settled @n calls of @g: what a settlement does once
+/* Outstanding deadlines (ADR-382, deadline.c). After a sweep that settled
+ * @n calls of @g: what a settlement does once
  * the lock is dropped. @waiters: the guard's, read under the lock. */
 static void dl_report(struct rx_guard *g, uint32_t slot, unsigned n,
 		      uint32_t waiters)
@@ -367,39 +200,6 @@ static void dl_report(struct rx_guard *g, uint32_t slot, unsigned n,
 		rx__log(RX_LOG_DEBUG,
 			"key=%s event=deadline-passed settled=%u", key_of(g),
 			n);
-}
-
-/*
- * A signal handler ran while a caller waited for a limiter slot: would the
- * real call have been interrupted? Not if that handler was installed with
- * SA_RESTART (signal(7): connect and write are restarted then). The kernel
- * does not say which signal it was, so the wait ends only when no signal
- * this thread can receive has a handler with SA_RESTART - whichever of
- * them ran, the real call would have been interrupted (ADR-223). A
- * program that mixes the two keeps waiting: a spurious interruption is
- * worse than a wait the queue timeout bounds. Up to 64 sigaction calls,
- * on this rare path only.
- */
-static bool interrupt_wanted(void)
-{
-	struct sigaction sa;
-	bool handled = false;
-	sigset_t mask;
-	int s;
-
-	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) != 0)
-		return false;
-	for (s = 1; s < NSIG; s++) {
-		if (s == SIGKILL || s == SIGSTOP ||
-		    sigismember(&mask, s) == 1 ||
-		    sigaction(s, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
-		    sa.sa_handler == SIG_IGN)
-			continue;
-		if (sa.sa_flags & SA_RESTART)
-			return false;
-		handled = true;
-	}
-	return handled;
 }
 
 /* The place this thread waits in, while it waits (ADR-226): a jump out
@@ -548,13 +348,13 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 
 		ctx.now_ns = *now;
 		rx__lock(l);
-		watch_begin(&w, g, *now);
+		rx__watch_begin(&w, g, *now);
 		mark_begin(&m, g);
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
 		mark_end(&m, g);
 		if (d != RX_QUEUE)
 			waiting.g = NULL; /* the place ended */
-		watch_end(&w, g, *now);
+		rx__watch_end(&w, g, *now);
 		rx__unlock(l);
 		watch_report(&w, g, *now);
 		if (d == RX_ADMIT) {
@@ -587,7 +387,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 				   left < WAIT_SLICE_MS * RX_NS_PER_MS
 				       ? left
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
-		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
+		    fd >= 0 && rx__interrupt_wanted()) { /* fd < 0: libcurl's */
 			rx__lock(l);
 			end_place_locked(g, l, place, false);
 			*now = rx__now_ns();
@@ -661,7 +461,7 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 				   wake - *now < WAIT_SLICE_MS * RX_NS_PER_MS
 				       ? wake - *now
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
-		    fd >= 0 && interrupt_wanted()) {
+		    fd >= 0 && rx__interrupt_wanted()) {
 			rx__lock(l);
 			end_place_locked(g, l, PLACE_NONE, false);
 			refusal_errno =
@@ -731,18 +531,18 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	uint32_t slot = 0, waiters = 0;
 
 	rx__lock(l);
-	watch_begin(&w, g, *now);
+	rx__watch_begin(&w, g, *now);
 	mark_begin(&m, g);
 	if (deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
 		slot = rx_registry_index(registry, g);
-		timed_out = dl_sweep(g, slot, *now);
+		timed_out = rx__deadline_sweep(g, slot, *now);
 		waiters = timed_out ? rx_guard_waiters(g) : 0;
 	}
 	d = rx_guard_admit(g, &ctx, permit, &why);
 	if (deadlines && d == RX_ADMIT && seq)
-		*seq = dl_push(slot, *now, permit, owner);
+		*seq = rx__deadline_push(slot, *now, permit, owner);
 	mark_end(&m, g);
-	watch_end(&w, g, *now);
+	rx__watch_end(&w, g, *now);
 	rx__unlock(l);
 	if (deadlines && timed_out)
 		dl_report(g, slot, timed_out, waiters);
@@ -779,7 +579,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 				/* Admitted after a wait: its deadline counts
 				 * from now, as its start does. */
 				rx__lock(l);
-				*seq = dl_push(slot, *now, permit, owner);
+				*seq = rx__deadline_push(slot, *now, permit, owner);
 				rx__unlock(l);
 			}
 			errno = saved;
@@ -787,7 +587,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		}
 		if (deadlines && d == RX_ADMIT && seq) {
 			rx__lock(l);
-			*seq = dl_push(slot, *now, permit, owner);
+			*seq = rx__deadline_push(slot, *now, permit, owner);
 			rx__unlock(l);
 		}
 		errno = saved;
@@ -821,7 +621,7 @@ admit_deadlined(struct rx_guard *g, uint64_t *now,
 bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	       const char *where, int fd, bool dontwait)
 {
-	if (__builtin_expect(key_deadlines != NULL, 0))
+	if (__builtin_expect(rx__deadlines_on, 0))
 		return admit_deadlined(g, now, permit, where, fd, dontwait,
 				       NULL, NULL);
 	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
@@ -833,7 +633,7 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 		    bool dontwait, const void *owner, uint16_t *seq)
 {
 	*seq = 0;
-	if (__builtin_expect(key_deadlines != NULL, 0))
+	if (__builtin_expect(rx__deadlines_on, 0))
 		return admit_deadlined(g, now, permit, where, fd, dontwait,
 				       owner, seq);
 	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
@@ -932,20 +732,20 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
-	if (seq != 0 && !dl_claim(slot, owner, seq)) {
+	if (seq != 0 && !rx__deadline_claim(slot, owner, seq)) {
 		rx__unlock(l);
 		settle_skipped(g, at);
 		return;
 	}
-	watch_begin(&w, g, now);
+	rx__watch_begin(&w, g, now);
 	mark_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
-	if (key_deadlines)
-		timed_out = dl_sweep(g, slot, now);
+	if (rx__deadlines_on)
+		timed_out = rx__deadline_sweep(g, slot, now);
 	mark_end(&m, g);
-	watch_end(&w, g, now);
+	rx__watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
 	rx__unlock(l);
@@ -961,7 +761,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 			"at=%s",
 			key_of(g), rx_verdict_name(v),
 			(unsigned long long)obs.latency_us, at);
-	watch_log(&w, g);
+	rx__watch_log(&w, key_of(g));
 	if (log_limit)
 		log_limit_change(g, &ls);
 	if (rx__metrics_on) /* no lock held: it may write the file */
@@ -1105,10 +905,9 @@ int rx__admit_setup(const char **what)
 	}
 	guard_locks = map_per_key(sizeof(struct rx_lock));
 	key_waits = map_per_key(sizeof(struct key_wait));
-	if (rx__cfg.timeout_ms > 0) /* ADR-382 */
-		key_deadlines = map_per_key(sizeof(struct key_deadlines));
 	if (!guard_locks || !key_waits ||
-	    (rx__cfg.timeout_ms > 0 && !key_deadlines)) {
+	    (rx__cfg.timeout_ms > 0 && /* ADR-382 */
+	     !rx__deadline_setup(rx__cfg.registry.max_keys))) {
 		*what = "cannot map the key locks";
 		return RX_ENOMEM;
 	}
@@ -1120,7 +919,7 @@ int rx__admit_setup(const char **what)
 
 void rx__admit_hooks(bool on)
 {
-	hooks_on = on || key_deadlines != NULL;
+	hooks_on = on || rx__deadlines_on;
 }
 
 struct rx_registry *rx__admit_registry(void)
