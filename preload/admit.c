@@ -50,13 +50,16 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "deadline.h"
 #include "errclass.h"
+#include "interrupt.h"
 #include "log.h"
 #include "metrics.h"
 #include "runtime.h"
 #include "shared.h"
 #include "state.h"
 #include "symbols.h"
+#include "transition.h"
 
 static struct rx_registry *registry;
 /* The registry lock: this process's own, or the shared segment's. */
@@ -143,88 +146,12 @@ const char *rx__key_name(struct rx_guard *g)
  * Admission and settlement, with breaker transitions logged.
  * ---------------------------------------------------------------------- */
 
-struct watch {
-	bool on;	      /* log a transition (level info) */
-	bool changed;	      /* the breaker changed state */
-	uint64_t transitions; /* its count before */
-	struct rx_breaker_stats before, after;
-};
-
-/* Caller holds @g's lock, from watch_begin to watch_end. */
-static void watch_begin(struct watch *w, struct rx_guard *g, uint64_t now)
-{
-	w->transitions = g->breaker.transitions;
-	w->on = rx__cfg.guard.breaker_on && rx__log_enabled(RX_LOG_INFO);
-	if (w->on)
-		rx_breaker_stats(&g->breaker, now, &w->before);
-}
-
-static void watch_end(struct watch *w, struct rx_guard *g, uint64_t now)
-{
-	w->changed = g->breaker.transitions != w->transitions;
-	if (w->on)
-		rx_breaker_stats(&g->breaker, now, &w->after);
-}
-
-/* Why the breaker moved from @from to @to, judged from the stats after
- * the move (a trip does not clear the window). */
-static const char *transition_reason(const struct rx_breaker_stats *st,
-				     enum rx_breaker_state from,
-				     enum rx_breaker_state to)
-{
-	const struct rx_breaker_config *b = &rx__cfg.guard.breaker;
-	uint32_t min =
-	    b->min_calls < b->window_calls ? b->min_calls : b->window_calls;
-	bool enough;
-
-	if (from == RX_BREAKER_OPEN && to == RX_BREAKER_HALF_OPEN)
-		return "open-elapsed";
-	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_CLOSED)
-		return "probe-succeeded";
-	if (from == RX_BREAKER_HALF_OPEN && to == RX_BREAKER_OPEN)
-		return "probe-failed";
-	if (from != RX_BREAKER_CLOSED || to != RX_BREAKER_OPEN)
-		return "unknown";
-	/* A starved window decides on what it holds, down to 5 samples. */
-	if (st->starved && min > 5)
-		min = 5;
-	enough = st->window_count >= min;
-	if (enough && b->failure_rate < 1.0 &&
-	    st->failure_rate > b->failure_rate)
-		return "failure-rate";
-	if (enough && b->slow_call_ms > 0 && b->slow_call_rate < 1.0 &&
-	    st->slow_call_rate > b->slow_call_rate)
-		return "slow-call-rate";
-	if (b->consecutive_backstop > 0 &&
-	    st->consecutive_failures >= b->consecutive_backstop)
-		return "consecutive-failures";
-	return "unknown";
-}
-
-/* Log a transition seen by @w. Called with no lock held. */
-static void watch_log(const struct watch *w, struct rx_guard *g)
-{
-	char fr[8], sr[8];
-
-	if (!w->on || w->before.transitions == w->after.transitions)
-		return;
-	rx__log(RX_LOG_INFO,
-		"key=%s event=breaker-transition from=%s to=%s reason=%s "
-		"failure_rate=%s slow_call_rate=%s window=%u consecutive=%u",
-		key_of(g), rx_breaker_state_name(w->before.state),
-		rx_breaker_state_name(w->after.state),
-		transition_reason(&w->after, w->before.state, w->after.state),
-		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
-		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
-		w->after.window_count, w->after.consecutive_failures);
-}
-
 /* After an admission step: log a transition, and let the metrics file
  * show it at once (ADR-222). No lock held. */
 static void watch_report(const struct watch *w, struct rx_guard *g,
 			 uint64_t now)
 {
-	watch_log(w, g);
+	rx__watch_log(w, key_of(g));
 	if (w->changed && rx__metrics_on)
 		rx__metrics_tick(now, true);
 }
@@ -258,37 +185,21 @@ static bool wait_for_wake(struct key_wait *kw, uint32_t seq, uint64_t ns)
 	       errno != EINTR;
 }
 
-/*
- * A signal handler ran while a caller waited for a limiter slot: would the
- * real call have been interrupted? Not if that handler was installed with
- * SA_RESTART (signal(7): connect and write are restarted then). The kernel
- * does not say which signal it was, so the wait ends only when no signal
- * this thread can receive has a handler with SA_RESTART - whichever of
- * them ran, the real call would have been interrupted (ADR-223). A
- * program that mixes the two keeps waiting: a spurious interruption is
- * worse than a wait the queue timeout bounds. Up to 64 sigaction calls,
- * on this rare path only.
- */
-static bool interrupt_wanted(void)
+/* Outstanding deadlines (ADR-382, deadline.c). After a sweep that settled
+ * @n calls of @g: what a settlement does once
+ * the lock is dropped. @waiters: the guard's, read under the lock. */
+static void dl_report(struct rx_guard *g, uint32_t slot, unsigned n,
+		      uint32_t waiters)
 {
-	struct sigaction sa;
-	bool handled = false;
-	sigset_t mask;
-	int s;
-
-	if (pthread_sigmask(SIG_SETMASK, NULL, &mask) != 0)
-		return false;
-	for (s = 1; s < NSIG; s++) {
-		if (s == SIGKILL || s == SIGSTOP ||
-		    sigismember(&mask, s) == 1 ||
-		    sigaction(s, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
-		    sa.sa_handler == SIG_IGN)
-			continue;
-		if (sa.sa_flags & SA_RESTART)
-			return false;
-		handled = true;
-	}
-	return handled;
+	if (n == 0)
+		return;
+	rx__state_touched();
+	if (waiters > 0)
+		wake_waiters(&key_waits[slot]);
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=deadline-passed settled=%u", key_of(g),
+			n);
 }
 
 /* The place this thread waits in, while it waits (ADR-226): a jump out
@@ -437,13 +348,13 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 
 		ctx.now_ns = *now;
 		rx__lock(l);
-		watch_begin(&w, g, *now);
+		rx__watch_begin(&w, g, *now);
 		mark_begin(&m, g);
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
 		mark_end(&m, g);
 		if (d != RX_QUEUE)
 			waiting.g = NULL; /* the place ended */
-		watch_end(&w, g, *now);
+		rx__watch_end(&w, g, *now);
 		rx__unlock(l);
 		watch_report(&w, g, *now);
 		if (d == RX_ADMIT) {
@@ -476,7 +387,7 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 				   left < WAIT_SLICE_MS * RX_NS_PER_MS
 				       ? left
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
-		    fd >= 0 && interrupt_wanted()) { /* fd < 0: libcurl's */
+		    fd >= 0 && rx__interrupt_wanted()) { /* fd < 0: libcurl's */
 			rx__lock(l);
 			end_place_locked(g, l, place, false);
 			*now = rx__now_ns();
@@ -550,7 +461,7 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 				   wake - *now < WAIT_SLICE_MS * RX_NS_PER_MS
 				       ? wake - *now
 				       : WAIT_SLICE_MS * RX_NS_PER_MS) &&
-		    fd >= 0 && interrupt_wanted()) {
+		    fd >= 0 && rx__interrupt_wanted()) {
 			rx__lock(l);
 			end_place_locked(g, l, PLACE_NONE, false);
 			refusal_errno =
@@ -600,8 +511,10 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
  * errno: only the wait makes system calls that may set it, and it puts
  * errno back itself, so the common path reads errno not at all (ADR-185).
  */
-bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
-	       const char *where, int fd, bool dontwait)
+static inline __attribute__((always_inline)) bool
+admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	   const char *where, int fd, bool dontwait, bool deadlines,
+	   const void *owner, uint16_t *seq)
 {
 	/* Optimistic: most calls are admitted at once, and whether the
 	 * caller may wait costs a system call, asked only when it matters. */
@@ -614,13 +527,25 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	struct watch w;
 	struct mark m = {false, 0, 0, 0, 0};
 
+	unsigned timed_out = 0;
+	uint32_t slot = 0, waiters = 0;
+
 	rx__lock(l);
-	watch_begin(&w, g, *now);
+	rx__watch_begin(&w, g, *now);
 	mark_begin(&m, g);
+	if (deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
+		slot = rx_registry_index(registry, g);
+		timed_out = rx__deadline_sweep(g, slot, *now);
+		waiters = timed_out ? rx_guard_waiters(g) : 0;
+	}
 	d = rx_guard_admit(g, &ctx, permit, &why);
+	if (deadlines && d == RX_ADMIT && seq)
+		*seq = rx__deadline_push(slot, *now, permit, owner);
 	mark_end(&m, g);
-	watch_end(&w, g, *now);
+	rx__watch_end(&w, g, *now);
 	rx__unlock(l);
+	if (deadlines && timed_out)
+		dl_report(g, slot, timed_out, waiters);
 	watch_report(&w, g, *now);
 	if (d == RX_ADMIT)
 		return true;
@@ -650,8 +575,20 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 				      : wait_again(g, now, permit, where, fd,
 						   &why);
 
+			if (deadlines && ok && seq) {
+				/* Admitted after a wait: its deadline counts
+				 * from now, as its start does. */
+				rx__lock(l);
+				*seq = rx__deadline_push(slot, *now, permit, owner);
+				rx__unlock(l);
+			}
 			errno = saved;
 			return ok;
+		}
+		if (deadlines && d == RX_ADMIT && seq) {
+			rx__lock(l);
+			*seq = rx__deadline_push(slot, *now, permit, owner);
+			rx__unlock(l);
 		}
 		errno = saved;
 		if (d == RX_ADMIT)
@@ -668,6 +605,39 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	if (rx__metrics_on)
 		rx__metrics_tick(*now, false);
 	return false;
+}
+
+/* With RESILIX_TIMEOUT_MS set: admit_impl with the deadlines' work
+ * (ADR-382), apart, so the path without it stays as it was. */
+static __attribute__((noinline)) bool
+admit_deadlined(struct rx_guard *g, uint64_t *now,
+		struct rx_gate_permit *permit, const char *where, int fd,
+		bool dontwait, const void *owner, uint16_t *seq)
+{
+	return admit_impl(g, now, permit, where, fd, dontwait, true, owner,
+			  seq);
+}
+
+bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
+	       const char *where, int fd, bool dontwait)
+{
+	if (__builtin_expect(rx__deadlines_on, 0))
+		return admit_deadlined(g, now, permit, where, fd, dontwait,
+				       NULL, NULL);
+	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
+			  NULL);
+}
+
+bool rx__admit_call(struct rx_guard *g, uint64_t *now,
+		    struct rx_gate_permit *permit, const char *where, int fd,
+		    bool dontwait, const void *owner, uint16_t *seq)
+{
+	*seq = 0;
+	if (__builtin_expect(rx__deadlines_on, 0))
+		return admit_deadlined(g, now, permit, where, fd, dontwait,
+				       owner, seq);
+	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
+			  NULL);
 }
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
@@ -726,6 +696,17 @@ static void log_limit_change(struct rx_guard *g,
 		key_of(g), ls->limit, ls->in_flight, ls->queued, lat);
 }
 
+/* A call's own end found it settled already, as a timeout when its
+ * deadline passed (ADR-382): its answer is no evidence. No lock held. */
+static void settle_skipped(struct rx_guard *g, const char *at)
+{
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=settle-skipped reason=deadline-passed "
+			"at=%s",
+			key_of(g), at);
+}
+
 /*
  * settle with every hook that may be on: breaker transitions and limit
  * changes (log level info), the debug line, the metrics file.
@@ -733,8 +714,9 @@ static void log_limit_change(struct rx_guard *g,
 static __attribute__((noinline)) void
 settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	      enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-	      uint64_t now, const char *at)
+	      uint64_t now, const char *at, const void *owner, uint16_t seq)
 {
+	unsigned timed_out = 0;
 	uint32_t slot = rx_registry_index(registry, g);
 	struct rx_observation obs;
 	struct rx_lock *l = &guard_locks[slot];
@@ -742,7 +724,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	uint32_t waiters;
 	bool log_limit;
 	struct watch w;
-	struct mark m;
+	struct mark m = {false, 0, 0, 0, 0};
 
 	obs.verdict = v;
 	obs.latency_us =
@@ -750,18 +732,27 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
-	watch_begin(&w, g, now);
+	if (seq != 0 && !rx__deadline_claim(slot, owner, seq)) {
+		rx__unlock(l);
+		settle_skipped(g, at);
+		return;
+	}
+	rx__watch_begin(&w, g, now);
 	mark_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
-	mark_end(&m, g);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
-	watch_end(&w, g, now);
+	if (rx__deadlines_on)
+		timed_out = rx__deadline_sweep(g, slot, now);
+	mark_end(&m, g);
+	rx__watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(&key_waits[slot]);
+	if (timed_out)
+		dl_report(g, slot, timed_out, 0);
 	/* Checked here, not only in rx__log: the arguments (a registry
 	 * lookup for the key) cost more than the check (ADR-146). */
 	if (rx__log_enabled(RX_LOG_DEBUG))
@@ -770,7 +761,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 			"at=%s",
 			key_of(g), rx_verdict_name(v),
 			(unsigned long long)obs.latency_us, at);
-	watch_log(&w, g);
+	rx__watch_log(&w, key_of(g));
 	if (log_limit)
 		log_limit_change(g, &ls);
 	if (rx__metrics_on) /* no lock held: it may write the file */
@@ -784,19 +775,25 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
  * (ADR-185); it does exactly what settle_hooked does with its hooks off.
  * Preserves errno.
  */
-void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
-		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-		    uint64_t now, const char *at)
+static inline __attribute__((always_inline)) void
+settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+       enum rx_verdict v, uint64_t start_ns, uint64_t end_ns, uint64_t now,
+       const char *at, const void *owner, uint16_t seq)
 {
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t slot, waiters;
 	struct mark m;
 
+	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
+	 * the hooked path's (ADR-382), and seq is 0 without them. */
 	if (hooks_on) {
-		settle_hooked(g, permit, v, start_ns, end_ns, now, at);
+		settle_hooked(g, permit, v, start_ns, end_ns, now, at, owner,
+			      seq);
 		return;
 	}
+	(void)owner;
+	(void)seq;
 	slot = rx_registry_index(registry, g);
 	l = &guard_locks[slot];
 	obs.verdict = v;
@@ -812,6 +809,21 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__unlock(l);
 	if (waiters > 0)
 		wake_waiters(&key_waits[slot]);
+}
+
+void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
+		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
+		    uint64_t now, const char *at)
+{
+	settle(g, permit, v, start_ns, end_ns, now, at, NULL, 0);
+}
+
+void rx__key_settle_call(struct rx_guard *g,
+			 const struct rx_gate_permit *permit, enum rx_verdict v,
+			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
+			 const char *at, const void *owner, uint16_t seq)
+{
+	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq);
 }
 
 struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
@@ -893,7 +905,9 @@ int rx__admit_setup(const char **what)
 	}
 	guard_locks = map_per_key(sizeof(struct rx_lock));
 	key_waits = map_per_key(sizeof(struct key_wait));
-	if (!guard_locks || !key_waits) {
+	if (!guard_locks || !key_waits ||
+	    (rx__cfg.timeout_ms > 0 && /* ADR-382 */
+	     !rx__deadline_setup(rx__cfg.registry.max_keys))) {
 		*what = "cannot map the key locks";
 		return RX_ENOMEM;
 	}
@@ -905,7 +919,7 @@ int rx__admit_setup(const char **what)
 
 void rx__admit_hooks(bool on)
 {
-	hooks_on = on;
+	hooks_on = on || rx__deadlines_on;
 }
 
 struct rx_registry *rx__admit_registry(void)

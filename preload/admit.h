@@ -76,6 +76,19 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	       const char *where, int fd, bool dontwait);
 
 /*
+ * rx__admit_call - rx__admit for a call of the socket layer, whose end
+ * settles with rx__key_settle_call: with RESILIX_TIMEOUT_MS set, the
+ * admission also arms the call's deadline on the key (ADR-382) and *@seq
+ * names it (0: none armed - no deadline configured, the key's ring full,
+ * or refused); @owner is what holds the call (its fd record), which has
+ * at most one call armed at a time. Once the deadline passes, the next admission or settlement
+ * on the key settles the call as a timeout.
+ */
+bool rx__admit_call(struct rx_guard *g, uint64_t *now,
+		    struct rx_gate_permit *permit, const char *where, int fd,
+		    bool dontwait, const void *owner, uint16_t *seq);
+
+/*
  * rx__refusal_errno - the errno for the refusal just returned on this
  * thread: ECONNREFUSED, or EINTR when a signal ended a send's wait for a
  * limiter slot and the real send would have failed with EINTR (ADR-223).
@@ -120,6 +133,17 @@ void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason);
 void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
 		    uint64_t now_ns, const char *at);
+
+/*
+ * rx__key_settle_call - rx__key_settle for the call rx__admit_call armed
+ * as @seq for @owner (0: as rx__key_settle): when its deadline passed and it was
+ * settled as a timeout already, this settles nothing - the answer is no
+ * further evidence and nothing is released twice (ADR-382).
+ */
+void rx__key_settle_call(struct rx_guard *g,
+			 const struct rx_gate_permit *permit, enum rx_verdict v,
+			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
+			 const char *at, const void *owner, uint16_t seq);
 
 /* ---- start-up and fork (init.c) --------------------------------------- */
 

@@ -85,6 +85,8 @@ struct ending {
 	struct rx_guard *guard;
 	struct rx_gate_permit permit;
 	uint64_t start_ns, end_ns;
+	uint16_t dl_seq; /* its deadline on the key (ADR-382), or 0 */
+	const struct rx_fd *owner;
 	struct addr_hold addr; /* the connect's address (ADR-220) */
 };
 
@@ -115,6 +117,10 @@ end_call_locked(struct rx_fd *e, enum rx_fd_phase phase, uint64_t end_ns,
 	rx__permit_copy(&out->permit, &e->permit);
 	out->start_ns = e->start_ns;
 	out->end_ns = end_ns;
+	/* Read only by a settlement of this call: a later end of the
+	 * record (close when idle) settles no call (ADR-382). */
+	out->dl_seq = e->dl_seq;
+	out->owner = e;
 	take_addr_locked(e, &out->addr);
 	atomic_store_explicit(&e->phase, phase, memory_order_release);
 }
@@ -147,8 +153,9 @@ static inline __attribute__((always_inline)) void
 finish(struct ending *end, const struct verdicts *vs, uint64_t now)
 {
 	addr_settle(&end->addr, vs->addr, end->end_ns, now, vs->at);
-	rx__key_settle(end->guard, &end->permit, vs->call, end->start_ns,
-		       end->end_ns, now, vs->at);
+	rx__key_settle_call(end->guard, &end->permit, vs->call, end->start_ns,
+			    end->end_ns, now, vs->at, end->owner,
+			    end->dl_seq);
 }
 
 /*
@@ -429,6 +436,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	struct rx_fd *e;
 	struct rx_lock *l;
 	uint64_t dev, ino;
+	uint16_t dl_seq;
 	size_t klen;
 	int saved = errno;
 	int type = 0;
@@ -530,7 +538,9 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		return RX_OP_REFUSE;
 	}
 	g = rx__key_acquire(key, klen, now);
-	if (!g || !rx__admit(g, &now, &permit, "connect", fd, false)) {
+	if (!g ||
+	    !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
+			    &dl_seq)) {
 		addr_settle(&ah, RX_REJECTED, now, now, "refused");
 		if (!g)
 			goto pass;
@@ -543,6 +553,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* Atomic: start_call reads it without the lock (ADR-186). */
 	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
 	rx__permit_copy(&e->permit, &permit);
+	e->dl_seq = dl_seq;
 	e->addr_guard = ah.guard;
 	if (ah.guard) {
 		e->addr_count = ah.permit.count < 2 ? ah.permit.count : 2;
@@ -769,6 +780,7 @@ static bool start_call(struct rx_op *op)
 	struct rx_guard *g;
 	struct rx_lock *l;
 	uint32_t epoch;
+	uint16_t dl_seq;
 	uint64_t now;
 
 	epoch = atomic_load_explicit(&e->epoch, memory_order_acquire);
@@ -776,13 +788,15 @@ static bool start_call(struct rx_op *op)
 	if (!g || rx__fd_phase(e) != RX_FD_IDLE)
 		return true;
 	now = rx__now_ns();
-	if (!rx__admit(g, &now, &permit, "write", op->fd, op->dontwait))
+	if (!rx__admit_call(g, &now, &permit, "write", op->fd, op->dontwait, e,
+			    &dl_seq))
 		return false;
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (rx__fd_phase(e) == RX_FD_IDLE &&
 	    atomic_load_explicit(&e->epoch, memory_order_relaxed) == epoch) {
 		rx__permit_copy(&e->permit, &permit);
+		e->dl_seq = dl_seq;
 		e->start_ns = now;
 		e->first_byte_ns = 0;
 		e->peeked = 0;
@@ -796,7 +810,8 @@ static bool start_call(struct rx_op *op)
 	}
 	rx__unlock(l);
 	if (g) /* Another thread moved first: not ours. */
-		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "race");
+		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
+				    "race", e, dl_seq);
 	return true;
 }
 
@@ -942,6 +957,7 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 	struct rx_lock *l;
 	struct ending end;
 	uint32_t epoch;
+	uint16_t dl_seq;
 	uint64_t now;
 	bool moved = false;
 
@@ -956,7 +972,8 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 		rx__key_release(g); /* keyed by that name already */
 		return true;
 	}
-	if (!rx__admit(g, &now, &permit, "tls-name", fd, false)) {
+	if (!rx__admit_call(g, &now, &permit, "tls-name", fd, false, e,
+			    &dl_seq)) {
 		rx__key_release(g);
 		return false;
 	}
@@ -972,6 +989,7 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 		end_call_locked(e, RX_FD_WAITING, now, &end);
 		__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
 		rx__permit_copy(&e->permit, &permit);
+		e->dl_seq = dl_seq;
 		e->start_ns = now;
 		e->connected_ns = now;
 		e->first_byte_ns = 0;
@@ -980,7 +998,8 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 	}
 	rx__unlock(l);
 	if (!moved) {
-		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "race");
+		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
+				    "race", e, dl_seq);
 		rx__key_release(g);
 		return true;
 	}
@@ -988,9 +1007,10 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 	 * (ADR-220): the address takes the connect's success, the name's
 	 * call goes back without evidence. Keyed by the address: a success. */
 	addr_settle(&end.addr, RX_SUCCESS, now, now, "connected");
-	rx__key_settle(end.guard, &end.permit,
-		       end.addr.guard ? RX_REJECTED : RX_SUCCESS, end.start_ns,
-		       now, now, "tls-name");
+	rx__key_settle_call(end.guard, &end.permit,
+			    end.addr.guard ? RX_REJECTED : RX_SUCCESS,
+			    end.start_ns, now, now, "tls-name", end.owner,
+			    end.dl_seq);
 	rx__key_release(end.guard);
 	return true;
 }

@@ -72,10 +72,12 @@ struct rx_fd {
 	 * The address's guard, pinned from the connect until its outcome is
 	 * known, and its tickets (a guard holds at most two); NULL when the
 	 * call is keyed by address anyway. */
-	uint16_t addr_count;
+	uint8_t addr_count;
 	/* first_byte_ns is when a peek saw the reply's first bytes: the read
 	 * that takes them keeps it (ADR-360). */
 	uint8_t peeked;
+	/* The current call's deadline on its key (admit.h, ADR-382), or 0. */
+	uint16_t dl_seq;
 	struct rx_guard *addr_guard;
 	struct rx_ticket addr_tickets[2];
 } __attribute__((aligned(RX_FD_ENTRY_BYTES)));

@@ -1,0 +1,43 @@
+/*
+ * preload/deadline.h - outstanding deadlines (ADR-382, deadline.c): a
+ * per-key FIFO of the calls admitted under RESILIX_TIMEOUT_MS, so that a
+ * call past its deadline is a timeout from the moment it passes. Every
+ * function but the setup runs under the key's guard lock.
+ */
+#ifndef RESILIX_PRELOAD_DEADLINE_H
+#define RESILIX_PRELOAD_DEADLINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "resilix/gate.h"
+#include "resilix/guard.h"
+
+/* True once rx__deadline_setup succeeded (RESILIX_TIMEOUT_MS set, per
+ * process registry); read-only after start-up. */
+extern bool rx__deadlines_on;
+
+/* rx__deadline_setup - map one ring per registry slot (@max_keys of them;
+ * untouched pages cost nothing). Start-up only; false when it cannot be
+ * mapped. */
+bool rx__deadline_setup(uint32_t max_keys);
+
+/* rx__deadline_push - arm a deadline of now + RESILIX_TIMEOUT_MS for the
+ * call @permit admitted on slot @slot at @now (ns), owned by @owner (the
+ * call's fd record). Returns its sequence number, or 0 when the ring is
+ * full (nothing armed: the call is judged at its own end). O(1). */
+uint16_t rx__deadline_push(uint32_t slot, uint64_t now,
+			   const struct rx_gate_permit *permit,
+			   const void *owner);
+
+/* rx__deadline_claim - the call of @seq ends on its own: take its entry
+ * out. false: the entry is gone, the call was settled as a timeout when
+ * its deadline passed (its answer is then no evidence). O(1). */
+bool rx__deadline_claim(uint32_t slot, const void *owner, uint16_t seq);
+
+/* rx__deadline_sweep - settle on @g as timeouts, at @now (ns), the calls
+ * of slot @slot whose deadline has passed (at most 8), and drop entries
+ * their calls settled themselves. Returns how many timed out. */
+unsigned rx__deadline_sweep(struct rx_guard *g, uint32_t slot, uint64_t now);
+
+#endif

@@ -1,0 +1,108 @@
+#!/bin/bash
+# deadline_lazy.sh - a call outstanding past RESILIX_TIMEOUT_MS is a
+# timeout from the moment its deadline passes (ADR-382): the next
+# admission on its key settles it, with no timer and no thread, and its
+# late answer is no further evidence (the program still gets its bytes).
+#
+# 1. Two calls to an upstream that answers after 1,000 ms, under a 100 ms
+#    deadline, then a call every 100 ms: the breaker (window 2, rate 0.5)
+#    trips at the first admission after the deadlines, so the later calls
+#    are refused instead of reaching the upstream until the answers come.
+# 2. The same two calls, one call after their deadline, then both late
+#    answers read: exactly 2 timeouts in the metrics file, not 4.
+# 3. 16 threads blocked on a black-holed upstream: a call made after the
+#    deadline is refused, long before any thread's own socket timeout.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+rx_need python3
+out=$RX_TMP/out err=$RX_TMP/err prom=$RX_TMP/metrics.prom
+rx_dump_on_fail "$out" "$err" "$prom"
+
+guard=(RESILIX_TIMEOUT_MS=100 RESILIX_MIN_CALLS=2 RESILIX_WINDOW_CALLS=2
+	RESILIX_FAILURE_RATE=0.5 RESILIX_CONSECUTIVE_BACKSTOP=0
+	RESILIX_LIMITER=off RESILIX_OPEN_MS=5000)
+
+# calls.py PORT FIRST LATER EVERY_MS FIRST_LATER_MS: FIRST calls at once,
+# then LATER calls EVERY_MS apart from FIRST_LATER_MS, each in its own
+# thread; each call's line is "OFFSET_MS refused|answered|silent".
+calls='
+import socket, sys, threading, time
+port, first, later, every, at = (int(a) for a in sys.argv[1:6])
+t0 = time.monotonic()
+lines, lock = [], threading.Lock()
+def call(off):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    except ConnectionRefusedError:
+        r = "refused"
+    else:
+        try:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = "answered" if s.recv(100).startswith(b"HTTP/1.1 200") else "other"
+        except OSError:
+            r = "silent"
+        s.close()
+    with lock:
+        lines.append("%d %s" % (off, r))
+ts = []
+def start(off):
+    t = threading.Thread(target=call, args=(off,))
+    t.start()
+    ts.append(t)
+for i in range(first):
+    start(0)
+for i in range(later):
+    off = at + i * every
+    time.sleep(max(0, t0 + off / 1000 - time.monotonic()))
+    start(int((time.monotonic() - t0) * 1000))
+for t in ts:
+    t.join()
+print("\n".join(sorted(lines, key=lambda l: int(l.split()[0]))))
+'
+count() { awk -v w="$2" -v f="$3" '$1 >= f && $2 == w' "$1" | wc -l; }
+
+# --- 1. two late calls, then a call every 100 ms --------------------------
+rx_upstream_start late --phases 0:ok:1000
+t0=$(rx_now_ms)
+rx_shim "${guard[@]}" python3 -c "$calls" "$RX_PORT" 2 12 100 100 \
+	>"$out" 2>"$err" || rx_fail "client exit status $?"
+t=$(($(rx_now_ms) - t0))
+rx_assert_eq "the two late calls still get their answers" 2 \
+	"$(awk '$1 < 50 && $2 == "answered"' "$out" | wc -l)"
+# The call at 100 ms may come just before the deadlines pass; every one
+# from 200 ms on finds them passed.
+rx_assert_eq "later calls refused from 200 ms on" \
+	"$(awk '$1 >= 190' "$out" | wc -l)" "$(count "$out" refused 190)"
+rx_assert_ge "later calls refused" "$(count "$out" refused 50)" 11
+rx_assert_le "requests that reached the upstream" "$(rx_count late)" 3
+rx_assert_le "run time (ms)" "$t" 6000
+rx_upstream_stop late
+
+# --- 2. the late answers are no evidence: 2 timeouts, not 4 ----------------
+rx_upstream_start late2 --phases 0:ok:1000
+rx_shim "${guard[@]}" RESILIX_LOG=debug RESILIX_METRICS_FILE="$prom" \
+	python3 -c "$calls" "$RX_PORT" 2 1 100 300 >"$out" 2>"$err" ||
+	rx_fail "client exit status $?"
+rx_assert_eq "outcomes" "0 answered
+0 answered" "$(awk '$2 == "answered"' "$out")"
+rx_assert_eq "the call after the deadlines" "refused" \
+	"$(awk '$1 >= 50 { print $2 }' "$out")"
+rx_assert_grep "settled when the deadlines passed" \
+	'event=deadline-passed settled=2' "$err"
+rx_assert_eq "late answers skipped" 2 \
+	"$(grep -c 'event=settle-skipped reason=deadline-passed' "$err")"
+[ -s "$prom" ] || rx_fail "no metrics file written"
+verdicts=$(sed -n 's/^resilix_calls_total{.*verdict="\([a-z_]*\)"} \([0-9]*\)$/\1=\2/p' \
+	"$prom" | grep -v '=0$' | sort | paste -sd' ')
+rx_assert_eq "verdict counts in the metrics file" "timeout=2" "$verdicts"
+rx_upstream_stop late2
+
+# --- 3. a black hole with 16 threads blocked on it -------------------------
+rx_upstream_start hole --phases 0:hang
+rx_shim "${guard[@]}" python3 -c "$calls" "$RX_PORT" 16 1 100 300 \
+	>"$out" 2>"$err" || rx_fail "client exit status $?"
+rx_assert_eq "blocked threads" 16 "$(awk '$1 < 50 && $2 == "silent"' "$out" | wc -l)"
+rx_assert_eq "a call after the deadline" "refused" \
+	"$(awk '$1 >= 50 { print $2 }' "$out")"
+rx_upstream_stop hole
+rx_pass
