@@ -76,10 +76,6 @@ static void addr_settle(const struct addr_hold *h, enum rx_verdict v,
 	rx__key_release(h->guard);
 }
 
-/* ------------------------------------------------------------------------
- * Ending a call on an fd.
- * ---------------------------------------------------------------------- */
-
 /* What a finished call needs once the entry lock is dropped. */
 struct ending {
 	struct rx_guard *guard;
@@ -133,18 +129,6 @@ static bool same_call(const struct rx_op *op)
 	return atomic_load_explicit(&op->e->epoch, memory_order_relaxed) ==
 		   op->epoch &&
 	       (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING);
-}
-
-/* Has the socket on @fd a peer (is it connected)? Preserves errno. */
-static bool connected_socket(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int saved = errno;
-	bool peer = getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
-
-	errno = saved;
-	return peer;
 }
 
 /* Settle what rx__judge decided: the connect's address first (ADR-220), then
@@ -511,7 +495,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	 * it is connected" habit: the kernel answers EISCONN and nothing
 	 * leaves the host. Not a call, never refused, and the connection's
 	 * own call goes on (ADR-216). */
-	if (connected_socket(fd))
+	if (rx__fd_connected(fd))
 		goto pass;
 	/* Anything else we hold for this fd is stale, or a reconnect after
 	 * a failed connect: start afresh. */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include "resilix/verdict.h"
 #include "symbols.h"
@@ -76,6 +77,19 @@ static inline bool rx__fd_blocking(int fd)
 	long fl = rx__real_fcntl(fd, F_GETFL, 0);
 
 	return fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+/* rx__fd_connected - has the socket on @fd a peer (is it connected)?
+ * Preserves errno. One getpeername. */
+static inline bool rx__fd_connected(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int saved = errno;
+	bool peer = getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+
+	errno = saved;
+	return peer;
 }
 
 #endif
