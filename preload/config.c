@@ -858,15 +858,7 @@ const char *rx_config_var_accepted(size_t i)
  * zeros ("0.5", "1", "0.125"). */
 static void format_rate(char *buf, size_t size, double r)
 {
-	uint64_t micro = (uint64_t)(r * 1e6 + 0.5);
-	int n = snprintf(buf, size, "%llu.%06llu",
-			 (unsigned long long)(micro / 1000000),
-			 (unsigned long long)(micro % 1000000));
-
-	while (n > 0 && (size_t)n < size && buf[n - 1] == '0')
-		buf[--n] = '\0';
-	if (n > 0 && (size_t)n < size && buf[n - 1] == '.')
-		buf[--n] = '\0';
+	rx__micro_text(buf, size, (uint64_t)(r * 1e6 + 0.5));
 }
 
 bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,

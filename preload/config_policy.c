@@ -218,8 +218,7 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen)
 	return NULL;
 }
 
-/* Millionths as a decimal, without trailing zeros ("2", "1.5"). */
-static void micro_text(char *buf, size_t size, uint64_t u)
+void rx__micro_text(char *buf, size_t size, uint64_t u)
 {
 	int n = snprintf(buf, size, "%llu.%06llu",
 			 (unsigned long long)(u / 1000000),
@@ -267,7 +266,7 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 			s = "unset (no throttler)";
 			break;
 		}
-		micro_text(buf, size, (uint64_t)(g->throttler.k * 1e6 + 0.5));
+		rx__micro_text(buf, size, (uint64_t)(g->throttler.k * 1e6 + 0.5));
 		return true;
 	case P_THROTTLE_PERIOD_MS:
 		u = g->throttler.period_ms;
@@ -276,7 +275,7 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		u = cfg->retry.max_attempts;
 		break;
 	case P_RETRY_BUDGET:
-		micro_text(buf, size, (uint64_t)cfg->budget.ratio_permille * 1000);
+		rx__micro_text(buf, size, (uint64_t)cfg->budget.ratio_permille * 1000);
 		return true;
 	case P_RETRY_BASE_MS:
 		u = cfg->retry.base_ms;

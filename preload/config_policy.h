@@ -66,4 +66,9 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen);
 bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		    size_t size);
 
+/* rx__micro_text - @u millionths as a decimal into @buf (@size bytes),
+ * without trailing zeros: "2", "1.5", "0.125". Locale-free, no
+ * allocation, thread-safe. */
+void rx__micro_text(char *buf, size_t size, uint64_t u);
+
 #endif
