@@ -42,22 +42,8 @@ if rx_usable python3; then
 	rx_dump_on_fail "$pyout" "$pylog" "$prom"
 	rx_shim RESILIX_RATE=5/s RESILIX_LOG=debug RESILIX_LOG_FILE="$pylog" \
 		RESILIX_METRICS_FILE="$prom" RESILIX_METRICS_INTERVAL_MS=0 \
-		python3 - "$RX_PORT" >"$pyout" <<'PY' || rx_fail "python3 exit status $?"
-import asyncio, sys
-port = int(sys.argv[1])
-async def call(i):
-    try:
-        r, w = await asyncio.open_connection("127.0.0.1", port)
-        w.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        await w.drain()
-        print((await r.readline()).split()[1].decode())
-        w.close()
-    except ConnectionRefusedError:
-        print("refused")
-async def main():
-    await asyncio.gather(*(call(i) for i in range(20)))
-asyncio.run(main())
-PY
+		python3 "$RESILIX_SRCDIR/tests/support/async_connects.py" "$RX_PORT" 20 \
+		>"$pyout" || rx_fail "python3 exit status $?"
 	rx_assert_eq "non-blocking: answered" 5 "$(grep -c '^200$' "$pyout")"
 	rx_assert_eq "non-blocking: refused" 15 "$(grep -c '^refused$' "$pyout")"
 	rx_assert_eq "non-blocking: refusals logged rate-limited with a retry-after" 15 \
