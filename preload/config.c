@@ -153,7 +153,8 @@ static const struct var vars[] = {
     {"RESILIX_STATE_FILE", F_STATE_FILE, K_PATH, 0, 0,
      "a file path (not a directory)"},
     {"RESILIX_SHARED", F_SHARED, K_PATH, 0, 0, /* shared.c, ADR-480 */
-     "a name ([A-Za-z0-9._-]: /dev/shm/resilix-NAME) or an absolute path"},
+     "a name of 1..200 characters [A-Za-z0-9._-], not . or .. "
+     "(/dev/shm/resilix-NAME), or an absolute path under 4000 bytes"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
