@@ -216,8 +216,7 @@ limiter_step(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	     struct rx_refusal *why)
 {
 	if (RX__UNLIKELY(g->shares_on))
-		return shares_admit(g, ctx, t,
-				    &permit->tickets[RX_GUARD_SHARE_TICKET],
+		return shares_admit(g, ctx, t, &permit->tickets[g->gate.count],
 				    why);
 	return rx__limiter_admit(&g->limiter, ctx, t, why);
 }
@@ -272,7 +271,7 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 		}
 		n++;
 	}
-	permit->count = n;
+	permit->count = n + g->shares_on; /* the shares' ticket after */
 	return RX_ADMIT;
 }
 
@@ -294,9 +293,8 @@ static void settle_policies(struct rx_guard *g,
 	}
 	if (g->limiter_on && n > i) {
 		rx__limiter_settle(&g->limiter, &permit->tickets[i], obs);
-		if (RX__UNLIKELY(g->shares_on))
-			shares_settle(g, &permit->tickets[RX_GUARD_SHARE_TICKET],
-				      obs->verdict);
+		if (RX__UNLIKELY(g->shares_on) && permit->count > n)
+			shares_settle(g, &permit->tickets[n], obs->verdict);
 	}
 }
 
@@ -358,7 +356,6 @@ static enum rx_decision admit_one(struct rx_guard *g, enum pol p,
 }
 
 static void settle_one(struct rx_guard *g, enum pol p,
-		       const struct rx_gate_permit *permit,
 		       const struct rx_ticket *t,
 		       const struct rx_observation *obs)
 {
@@ -378,9 +375,6 @@ static void settle_one(struct rx_guard *g, enum pol p,
 	case P_LIMITER:
 	default:
 		rx__limiter_settle(&g->limiter, t, obs);
-		if (g->shares_on)
-			shares_settle(g, &permit->tickets[RX_GUARD_SHARE_TICKET],
-				      obs->verdict);
 		break;
 	}
 }
@@ -394,9 +388,12 @@ static void release_mask(struct rx_guard *g, struct rx_gate_permit *permit,
 
 	for (p = P_COUNT - 1; p >= 0; p--)
 		if (mask & (1u << p))
-			settle_one(g, (enum pol)p, permit,
+			settle_one(g, (enum pol)p,
 				   &permit->tickets[index_of(g, (enum pol)p)],
 				   &rel);
+	/* The limiter's step took the shares too (limiter_step). */
+	if (g->shares_on && (mask & (1u << P_LIMITER)))
+		shares_settle(g, &permit->tickets[g->gate.count], RX_REJECTED);
 }
 
 /* Admit, in gate order, the policies of @want that are on; the first that
@@ -444,7 +441,7 @@ admit_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	permit->count = 0;
 	d = admit_mask(g, (1u << P_COUNT) - 1, ctx, permit, why, &got);
 	if (d == RX_ADMIT)
-		permit->count = g->gate.count;
+		permit->count = g->gate.count + g->shares_on;
 	return d;
 }
 
@@ -459,8 +456,9 @@ static RX__NOINLINE void settle_general(struct rx_guard *g,
 
 	for (p = 0; p < P_COUNT && i < n; p++)
 		if (is_on(g, (enum pol)p))
-			settle_one(g, (enum pol)p, permit,
-				   &permit->tickets[i++], obs);
+			settle_one(g, (enum pol)p, &permit->tickets[i++], obs);
+	if (g->shares_on && permit->count > n)
+		shares_settle(g, &permit->tickets[n], obs->verdict);
 }
 
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -550,10 +548,8 @@ try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			count_refusal(g, why->reason);
 		return d;
 	}
-	if (g->shares_on) {
-		permit->tickets[RX_GUARD_SHARE_TICKET].generation = 0;
-		shares_take(g, ctx, &permit->tickets[RX_GUARD_SHARE_TICKET]);
-	}
+	if (g->shares_on)
+		shares_take(g, ctx, &permit->tickets[g->gate.count]);
 	got |= 1u << P_LIMITER;
 	if (g->throttler_on) {
 		d = admit_one(g, P_THROTTLER, ctx, permit,
@@ -564,7 +560,7 @@ try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			return RX_REFUSE;
 		}
 	}
-	permit->count = g->gate.count;
+	permit->count = g->gate.count + g->shares_on;
 	g->in_flight = rx__sat_inc32(g->in_flight);
 	return RX_ADMIT;
 }
@@ -605,11 +601,10 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 		}
 		if (d == RX_ADMIT) {
 			permit->tickets[g->breaker_on ? 1 : 0] = t;
-			permit->count = g->breaker_on ? 2 : 1;
+			permit->count = (g->breaker_on ? 2u : 1u) + g->shares_on;
 			if (RX__UNLIKELY(g->shares_on))
-				shares_take(
-				    g, ctx,
-				    &permit->tickets[RX_GUARD_SHARE_TICKET]);
+				shares_take(g, ctx,
+					    &permit->tickets[g->gate.count]);
 		} else {
 			struct rx_observation rel = {RX_REJECTED, 0,
 						     ctx->now_ns};

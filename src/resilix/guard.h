@@ -123,12 +123,11 @@ struct rx_guard {
  * guaranteed one takes a limiter slot over L; a call that passes is
  * asked rx_fairshare_decide with ctx->tenant (tenant-shed), then the
  * limiter as usual. An admitted call is counted in its bucket and its
- * tenant; the permit's last ticket (RX_GATE_MAX_POLICIES - 1, outside
- * count) carries the bucket, the tenant's row and epoch, and settle gives
- * them back (the tenant's count only for RX_REJECTED). Without pressure
- * the cost is one branch and the counting.
+ * tenant; one more ticket after the policies' (the permit's count is
+ * theirs + 1) carries the bucket, the tenant's row and epoch, and settle
+ * gives them back (the tenant's count only for RX_REJECTED). Without
+ * pressure the cost is one branch and the counting.
  */
-#define RX_GUARD_SHARE_TICKET (RX_GATE_MAX_POLICIES - 1)
 
 /*
  * rx_guard_init - set up a guard's policies from @cfg (already checked).
