@@ -163,6 +163,13 @@ void rx_fairshare_take(struct rx_fairshare *f, uint32_t tenant,
 	if (tenant == 0)
 		return;
 	f->epoch = e;
+	/* The usual case: the slot is this epoch's, the tenant has a row. */
+	if (f->slot_epoch[s] == e + 1 && row >= 0) {
+		if (f->count[row][s] < UINT32_MAX)
+			f->count[row][s]++;
+		ticket->flags = (uint32_t)row + 1;
+		return;
+	}
 	if (f->slot_epoch[s] != e + 1) {
 		/* The slot's old epoch no longer counts: recycle it. */
 		for (r = 0; r < T; r++)

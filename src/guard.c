@@ -152,7 +152,7 @@ static void shares_take(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	unsigned b = ctx->bucket < RX_BUCKET_COUNT ? ctx->bucket
 						   : RX_BUCKET_BULK;
 
-	rx_partition_take(&g->partition, b);
+	g->partition.busy[b] = rx__sat_inc32(g->partition.busy[b]);
 	rx_fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns, st);
 	st->generation |= (uint32_t)(b + 1) << 8;
 }
@@ -161,15 +161,18 @@ static void shares_take(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 static void shares_settle(struct rx_guard *g, const struct rx_ticket *st,
 			  enum rx_verdict v)
 {
-	struct rx_ticket t = *st;
-	uint32_t b1 = t.generation >> 8;
+	uint32_t b1 = st->generation >> 8;
 
 	if (b1 == 0)
 		return; /* nothing was counted */
-	rx_partition_give(&g->partition, b1 - 1);
-	t.generation &= 0xff;
-	if (v == RX_REJECTED)
+	b1 = (b1 - 1) & 3; /* RX_BUCKET_COUNT buckets */
+	g->partition.busy[b1] = rx__sat_dec32(g->partition.busy[b1]);
+	if (RX__UNLIKELY(v == RX_REJECTED)) {
+		struct rx_ticket t = *st;
+
+		t.generation &= 0xff;
 		rx_fairshare_release(&g->fairshare, &t);
+	}
 }
 
 /* The limiter's step with shares on: see guard.h. */
@@ -183,7 +186,13 @@ shares_admit(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	bool pressure = (uint64_t)l->in_flight + l->queued >= slots;
 	enum rx_decision d;
 
-	st->generation = 0;
+	if (!pressure) {
+		/* Below the limit every bucket borrows and nobody is shed:
+		 * the limiter admits, and the call is counted. */
+		rx__limiter_take_slot(l, ctx->now_ns, t);
+		shares_take(g, ctx, st);
+		return RX_ADMIT;
+	}
 	switch (rx_partition_decide(&g->partition, ctx->bucket, limit,
 				    pressure)) {
 	case RX_PARTITION_SHED:
