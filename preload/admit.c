@@ -91,7 +91,7 @@ static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
  */
 struct mark {
 	bool on;
-	uint32_t calls, lim, probes, queued;
+	uint32_t calls, lim, probes, queued, bucket;
 };
 
 static inline void mark_begin(struct mark *m, const struct rx_guard *g)
@@ -103,6 +103,7 @@ static inline void mark_begin(struct mark *m, const struct rx_guard *g)
 	m->lim = g->limiter.in_flight;
 	m->probes = g->breaker.probes_in_flight;
 	m->queued = g->limiter.queued;
+	m->bucket = rx__shm_busy(g);
 }
 
 static inline void mark_end(const struct mark *m, struct rx_guard *g)
@@ -116,6 +117,7 @@ static inline void mark_end(const struct mark *m, struct rx_guard *g)
 	h->lim += (int32_t)(g->limiter.in_flight - m->lim);
 	h->probes += (int32_t)(g->breaker.probes_in_flight - m->probes);
 	h->queued += (int32_t)(g->limiter.queued - m->queued);
+	h->bucket += (int32_t)(rx__shm_busy(g) - m->bucket);
 }
 
 /* Longest single sleep of a waiter: bounds the cost of a missed wake. */
@@ -328,7 +330,8 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		      struct rx_gate_permit *permit, const char *where, int fd,
 		      uint64_t deadline)
 {
-	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true};
+	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true,
+				   RX_SHM_CTX};
 	struct rx_refusal why = {RX_REASON_LIMITER_FULL, 0};
 	struct key_wait *kw = key_wait_of(g);
 	struct rx_lock *l = guard_lock(g);
@@ -427,13 +430,14 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 		       struct rx_gate_permit *permit, const char *where,
 		       int fd, struct rx_refusal *why)
 {
-	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true};
+	struct rx_admit_ctx ctx = {.rng = rx__thread_rng(), .can_wait = true,
+				   RX_SHM_CTX};
 	struct key_wait *kw = key_wait_of(g);
 	struct rx_lock *l = guard_lock(g);
 	uint64_t start = *now, deadline = wait_deadline(*now, fd);
 	uint64_t place = 0, wake;
 	enum rx_decision d;
-	struct mark m = {false, 0, 0, 0, 0};
+	struct mark m = {false, 0, 0, 0, 0, 0};
 
 	waiting.place = PLACE_NONE;
 	waiting.g = g;
@@ -519,14 +523,14 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	/* Optimistic: most calls are admitted at once, and whether the
 	 * caller may wait costs a system call, asked only when it matters. */
 	struct rx_admit_ctx ctx = {
-	    .now_ns = *now, .rng = rx__thread_rng(), .can_wait = true};
+	    .now_ns = *now, .rng = rx__thread_rng(), .can_wait = true,
+	    RX_SHM_CTX};
 	struct rx_refusal why = {RX_REASON_NONE, 0};
 	struct rx_lock *l = guard_lock(g);
 	uint64_t place = 0;
 	enum rx_decision d;
 	struct watch w;
-	struct mark m = {false, 0, 0, 0, 0};
-
+	struct mark m = {false, 0, 0, 0, 0, 0};
 	unsigned timed_out = 0;
 	uint32_t slot = 0, waiters = 0;
 
@@ -724,7 +728,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	uint32_t waiters;
 	bool log_limit;
 	struct watch w;
-	struct mark m = {false, 0, 0, 0, 0};
+	struct mark m = {false, 0, 0, 0, 0, 0};
 
 	obs.verdict = v;
 	obs.latency_us =

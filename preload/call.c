@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "addr_permit.h"
 #include "admit.h"
 #include "call.h"
 #include "call_framed.h"
@@ -91,15 +92,11 @@ struct ending {
 static inline __attribute__((always_inline)) void
 take_addr_locked(struct rx_fd *e, struct addr_hold *h)
 {
-	uint32_t i;
-
 	h->guard = e->addr_guard;
 	if (!h->guard)
 		return;
 	h->start_ns = e->start_ns;
-	h->permit.count = e->addr_count;
-	for (i = 0; i < e->addr_count && i < 2; i++)
-		h->permit.tickets[i] = e->addr_tickets[i];
+	rx__addr_unpack(&h->permit, e->addr_count, e->addr_tickets);
 	e->addr_guard = NULL;
 }
 
@@ -540,9 +537,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	e->dl_seq = dl_seq;
 	e->addr_guard = ah.guard;
 	if (ah.guard) {
-		e->addr_count = ah.permit.count < 2 ? ah.permit.count : 2;
-		e->addr_tickets[0] = ah.permit.tickets[0];
-		e->addr_tickets[1] = ah.permit.tickets[1];
+		e->addr_count = rx__addr_pack(&ah.permit, e->addr_tickets);
 	}
 	e->start_ns = now;
 	e->first_byte_ns = 0;

@@ -166,8 +166,6 @@ static const struct var vars[] = {
  */
 /* clang-format off */
 static const char *const reserved[] = {
-	"RESILIX_CRITICALITY",
-	"RESILIX_TENANT",
 	"RESILIX_HEDGE",
 	"RESILIX_HEDGE_DELAY_MS",
 };

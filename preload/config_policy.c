@@ -1,7 +1,8 @@
 /*
  * preload/config_policy.c - the variables of the policies beyond the
  * breaker and the limiter: bulkhead, rate limiter, throttler and retry
- * (config_policy.h; ADR-463). config.c walks the environment and
+ * (config_policy.h; ADR-463), and a process's criticality and tenant on
+ * shared keys (ADR-487 to ADR-489). config.c walks the environment and
  * reports; this file says, for its own table, what a value means.
  *
  * Each policy is off unless its variable is set (docs/design.md section
@@ -41,6 +42,11 @@ static const struct rx__pvar pvars[RX__PVAR_COUNT] = {
      "integer milliseconds 1..60000, at most RESILIX_RETRY_MAX_MS"},
     {"RESILIX_RETRY_MAX_MS", P_RETRY_MAX_MS, 1, 600000,
      "integer milliseconds 1..600000, at least RESILIX_RETRY_BASE_MS"},
+    /* Shared keys only (ADR-487 to ADR-489). */
+    {"RESILIX_CRITICALITY", P_CRITICALITY, 0, 0,
+     "critical, degraded, best_effort or bulk"},
+    {"RESILIX_TENANT", P_TENANT, 0, 0,
+     "1 to 31 characters of [A-Za-z0-9._-]; unset = the program's name"},
 };
 /* clang-format on */
 
@@ -117,6 +123,24 @@ bool rx__pvar_parse(struct rx_config *cfg, size_t i, const char *value)
 	if (!v)
 		return false;
 	switch (v->field) {
+	case P_CRITICALITY: {
+		enum rx_criticality_bucket b;
+
+		if (rx_bucket_parse(value, &b) != RX_OK)
+			return false;
+		cfg->criticality = (enum rx_criticality)b;
+		return true;
+	}
+	case P_TENANT: {
+		size_t n = strspn(value, "abcdefghijklmnopqrstuvwxyz"
+					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					 "0123456789._-");
+
+		if (n == 0 || n > 31 || value[n] != '\0')
+			return false;
+		cfg->tenant = value;
+		return true;
+	}
 	case P_RATE:
 		if (rx_ratelimit_parse_rate(value, &cfg->guard.ratelimit.tokens,
 					    &cfg->guard.ratelimit.period_ms) !=
@@ -282,6 +306,12 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		break;
 	case P_RETRY_MAX_MS:
 		u = cfg->retry.max_ms;
+		break;
+	case P_CRITICALITY:
+		s = rx_bucket_name((enum rx_criticality_bucket)cfg->criticality);
+		break;
+	case P_TENANT:
+		s = cfg->tenant ? cfg->tenant : "unset (the program's name)";
 		break;
 	default:
 		return false;

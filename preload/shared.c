@@ -49,7 +49,7 @@
 #include "symbols.h"
 
 #define SHM_MAGIC "RXSHARE"  /* 8 bytes with its NUL */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u /* 2: criticality and tenant shares (ADR-489) */
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */
@@ -62,8 +62,8 @@ struct shm_proc {
 	_Atomic uint32_t pid;	 /* 0 = free */
 	_Atomic uint32_t state;	 /* PROC_*, | recoverer slot << 8 */
 	_Atomic uint64_t start;	 /* /proc start time, 0 = unknown yet */
-	uint32_t criticality;	 /* RESILIX_CRITICALITY (telemetry) */
-	char tenant[32];	 /* RESILIX_TENANT (telemetry) */
+	uint32_t criticality;	 /* RESILIX_CRITICALITY (its bucket) */
+	char tenant[32];	 /* RESILIX_TENANT, cut to 31 bytes */
 	uint32_t pad[5];
 };
 
@@ -95,6 +95,7 @@ bool rx__shared_on;
 bool rx__shared_created;
 struct rx_shm_hold *rx__shm_holds;
 unsigned rx__shm_bucket;
+uint32_t rx__shm_tenant;
 
 static struct shm_header *hdr;
 static struct shm_proc *procs;
@@ -111,6 +112,17 @@ static int32_t *fork_pins;
 static struct rx_shm_hold *row(int slot)
 {
 	return holds + (size_t)slot * max_keys;
+}
+
+/* A tenant's id on every key (fairshare.h): FNV-1a of its name, never 0
+ * (0 is "no tenant"). The same name gives the same id in every process. */
+static uint32_t tenant_id(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h ? h : 1;
 }
 
 /* ---- liveness --------------------------------------------------------- */
@@ -265,6 +277,13 @@ static void recover(int s)
 			g->breaker.probes_in_flight =
 			    sub_sat(g->breaker.probes_in_flight, h->probes);
 			g->limiter.queued = sub_sat(g->limiter.queued, h->queued);
+			if (h->bucket > 0 && g->shares_on)
+				g->partition.busy[procs[s].criticality %
+						  RX_BUCKET_COUNT] =
+				    sub_sat(g->partition.busy
+						[procs[s].criticality %
+						 RX_BUCKET_COUNT],
+					    h->bucket);
 		}
 		h->calls = h->lim = h->probes = h->queued = h->bucket = 0;
 		rx__unlock(&guard_locks[k]);
@@ -413,6 +432,9 @@ static void expected(const struct rx_config *cfg, size_t wait_size,
 	h->pidns = pid_namespace();
 	h->rcfg = cfg->registry;
 	h->gcfg = cfg->guard;
+	/* Buckets and tenants are what a key shared by processes is for
+	 * (ADR-489); a process alone is one bucket and one tenant. */
+	h->gcfg.shares_on = cfg->guard.limiter_on;
 	h->registry_bytes = rx_registry_size(&cfg->registry, &cfg->guard);
 	off = SHM_HEADER_BYTES;
 	h->off_procs = off;
@@ -680,6 +702,7 @@ int rx__shared_setup(const struct rx_config *cfg, size_t wait_size,
 	}
 	take_slot(s);
 	rx__shm_bucket = (unsigned)cfg->criticality;
+	rx__shm_tenant = tenant_id(procs[s].tenant);
 	rx__lock_stall = stall;
 	rx__shared_on = true;
 	sweep();

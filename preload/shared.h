@@ -87,7 +87,17 @@ void rx__shared_sweep(uint64_t now_ns, bool force);
 /* A sweep is due (a lock was taken over from a dead process): one load. */
 bool rx__shared_sweep_due(void);
 
-/* Which bucket this process's calls count in (RESILIX_CRITICALITY). */
+/* Which bucket this process's calls count in (RESILIX_CRITICALITY), and
+ * its tenant's id (RESILIX_TENANT, default the program's name): the
+ * admission context of every call in shared mode (ADR-489). */
 extern unsigned rx__shm_bucket RX_HIDDEN;
+extern uint32_t rx__shm_tenant RX_HIDDEN;
+#define RX_SHM_CTX .bucket = (uint8_t)rx__shm_bucket, .tenant = rx__shm_tenant
+
+/* This process's bucket's calls in flight on @g: what a hold counts. */
+static inline uint32_t rx__shm_busy(const struct rx_guard *g)
+{
+	return g->partition.busy[rx__shm_bucket % RX_BUCKET_COUNT];
+}
 
 #endif

@@ -51,9 +51,9 @@ enum rx_log_level {
 };
 
 /* How much a process's calls matter when a shared key is short of
- * capacity: the buckets of a partitioned limiter, lower ones shed first.
- * Recorded in the shared segment's process table; no variable sets it
- * yet. */
+ * capacity (RESILIX_CRITICALITY): the buckets of a partitioned limiter,
+ * lower ones shed first; the core's enum rx_criticality_bucket, in the
+ * same order (partition.h, ADR-487). */
 enum rx_criticality {
 	RX_CRITICALITY_CRITICAL = 0,
 	RX_CRITICALITY_DEGRADED,
@@ -103,11 +103,11 @@ struct rx_config {
 	const char *shared;	      /* RESILIX_SHARED; NULL = none. A
 					 name or an absolute path, pointing
 					 into the environment (ADR-480). */
-	enum rx_criticality criticality; /* critical; no variable sets it
-					    yet (the segment's process table
-					    records it) */
-	const char *tenant;	      /* NULL = the program's name; no
-					 variable sets it yet */
+	enum rx_criticality criticality; /* RESILIX_CRITICALITY, default
+					    critical (ADR-487) */
+	const char *tenant;	      /* RESILIX_TENANT; NULL = the
+					 program's name. Points into the
+					 environment (ADR-488). */
 	/* Retry (config_policy.c, ADR-463); the bulkhead, rate limiter and
 	 * throttler are in @guard. */
 	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),

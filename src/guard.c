@@ -41,6 +41,9 @@ void rx_guard_config_default(struct rx_guard_config *cfg)
 	rx_ratelimit_config_default(&cfg->ratelimit);
 	cfg->throttler_on = false;
 	rx_throttler_config_default(&cfg->throttler);
+	cfg->shares_on = false;
+	rx_partition_config_default(&cfg->partition);
+	rx_fairshare_config_default(&cfg->fairshare);
 }
 
 int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
@@ -64,6 +67,10 @@ int rx_guard_config_check(const struct rx_guard_config *cfg, const char **why)
 		return RX_EINVAL;
 	if (cfg->throttler_on &&
 	    rx_throttler_config_check(&cfg->throttler, why) != RX_OK)
+		return RX_EINVAL;
+	if (cfg->shares_on &&
+	    (rx_partition_config_check(&cfg->partition, why) != RX_OK ||
+	     rx_fairshare_config_check(&cfg->fairshare, why) != RX_OK))
 		return RX_EINVAL;
 	return RX_OK;
 }
@@ -105,6 +112,13 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		rx_gate_add(&g->gate, &rx_limiter_ops, &g->limiter);
 		g->limiter_on = true;
 	}
+	if (cfg->shares_on && cfg->limiter_on) {
+		if (rx_partition_init(&g->partition, &cfg->partition) !=
+			RX_OK ||
+		    rx_fairshare_init(&g->fairshare, &cfg->fairshare) != RX_OK)
+			return RX_EINVAL;
+		g->shares_on = true;
+	}
 	g->more = g->ratelimit_on || g->throttler_on || g->bulkhead_on;
 	/* Without a breaker the zeroed struct reads as closed, and without a
 	 * limiter it has no waiters, which is what the registry's eviction
@@ -126,6 +140,94 @@ static inline void prime(struct rx_ticket *t, uint64_t now_ns)
 	t->start_ns = now_ns;
 	t->generation = 0;
 	t->flags = 0;
+}
+
+/* ---- shares: criticality and tenants before the limiter (ADR-489) ---- */
+
+/* Count an admitted call in its bucket and tenant, into the share ticket
+ * @st: generation holds (bucket + 1) << 8 | the tenant's untracked mark. */
+static void shares_take(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+			struct rx_ticket *st)
+{
+	unsigned b = ctx->bucket < RX_BUCKET_COUNT ? ctx->bucket
+						   : RX_BUCKET_BULK;
+
+	g->partition.busy[b] = rx__sat_inc32(g->partition.busy[b]);
+	rx_fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns, st);
+	st->generation |= (uint32_t)(b + 1) << 8;
+}
+
+/* Give back what shares_take counted (@st: the permit's share ticket). */
+static void shares_settle(struct rx_guard *g, const struct rx_ticket *st,
+			  enum rx_verdict v)
+{
+	uint32_t b1 = st->generation >> 8;
+
+	if (b1 == 0)
+		return; /* nothing was counted */
+	b1 = (b1 - 1) & 3; /* RX_BUCKET_COUNT buckets */
+	g->partition.busy[b1] = rx__sat_dec32(g->partition.busy[b1]);
+	if (RX__UNLIKELY(v == RX_REJECTED)) {
+		struct rx_ticket t = *st;
+
+		t.generation &= 0xff;
+		rx_fairshare_release(&g->fairshare, &t);
+	}
+}
+
+/* The limiter's step with shares on: see guard.h. */
+static RX__NOINLINE enum rx_decision
+shares_admit(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+	     struct rx_ticket *t, struct rx_ticket *st, struct rx_refusal *why)
+{
+	struct rx_limiter *l = &g->limiter;
+	uint32_t limit = rx__limiter_band_limit(l, ctx->now_ns);
+	uint64_t slots = rx__limiter_slot_limit(l, limit);
+	bool pressure = (uint64_t)l->in_flight + l->queued >= slots;
+	enum rx_decision d;
+
+	if (!pressure) {
+		/* Below the limit every bucket borrows and nobody is shed:
+		 * the limiter admits, and the call is counted. */
+		rx__limiter_take_slot(l, ctx->now_ns, t);
+		shares_take(g, ctx, st);
+		return RX_ADMIT;
+	}
+	switch (rx_partition_decide(&g->partition, ctx->bucket, limit,
+				    pressure)) {
+	case RX_PARTITION_SHED:
+		why->reason = RX_REASON_CRITICALITY_SHED;
+		why->retry_after_ms = 0;
+		return RX_REFUSE;
+	case RX_PARTITION_GUARANTEED:
+		rx__limiter_take_slot(l, ctx->now_ns, t);
+		d = RX_ADMIT;
+		break;
+	default:
+		if (rx_fairshare_decide(&g->fairshare, ctx->tenant,
+					ctx->now_ns, pressure)) {
+			why->reason = RX_REASON_TENANT_SHED;
+			why->retry_after_ms = 0;
+			return RX_REFUSE;
+		}
+		d = rx__limiter_admit(l, ctx, t, why);
+		break;
+	}
+	if (d == RX_ADMIT)
+		shares_take(g, ctx, st);
+	return d;
+}
+
+/* The limiter's admit step, with or without shares. */
+static RX__INLINE enum rx_decision
+limiter_step(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+	     struct rx_gate_permit *permit, struct rx_ticket *t,
+	     struct rx_refusal *why)
+{
+	if (RX__UNLIKELY(g->shares_on))
+		return shares_admit(g, ctx, t, &permit->tickets[g->gate.count],
+				    why);
+	return rx__limiter_admit(&g->limiter, ctx, t, why);
 }
 
 /*
@@ -163,8 +265,7 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 	}
 	if (g->limiter_on) {
 		prime(&permit->tickets[n], ctx->now_ns);
-		d = rx__limiter_admit(&g->limiter, ctx, &permit->tickets[n],
-				      why);
+		d = limiter_step(g, ctx, permit, &permit->tickets[n], why);
 		if (d != RX_ADMIT) {
 			if (n == 1) {
 				struct rx_observation rel = {
@@ -179,7 +280,7 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 		}
 		n++;
 	}
-	permit->count = n;
+	permit->count = n + g->shares_on; /* the shares' ticket after */
 	return RX_ADMIT;
 }
 
@@ -199,8 +300,11 @@ static void settle_policies(struct rx_guard *g,
 					   obs);
 		i = 1;
 	}
-	if (g->limiter_on && n > i)
+	if (g->limiter_on && n > i) {
 		rx__limiter_settle(&g->limiter, &permit->tickets[i], obs);
+		if (RX__UNLIKELY(g->shares_on) && permit->count > n)
+			shares_settle(g, &permit->tickets[n], obs->verdict);
+	}
 }
 
 
@@ -241,6 +345,7 @@ static uint32_t index_of(const struct rx_guard *g, enum pol p)
 
 static enum rx_decision admit_one(struct rx_guard *g, enum pol p,
 				  const struct rx_admit_ctx *ctx,
+				  struct rx_gate_permit *permit,
 				  struct rx_ticket *t, struct rx_refusal *why)
 {
 	prime(t, ctx->now_ns);
@@ -255,7 +360,7 @@ static enum rx_decision admit_one(struct rx_guard *g, enum pol p,
 		return rx_bulkhead_admit(&g->bulkhead, ctx, t, why);
 	case P_LIMITER:
 	default:
-		return rx__limiter_admit(&g->limiter, ctx, t, why);
+		return limiter_step(g, ctx, permit, t, why);
 	}
 }
 
@@ -295,6 +400,9 @@ static void release_mask(struct rx_guard *g, struct rx_gate_permit *permit,
 			settle_one(g, (enum pol)p,
 				   &permit->tickets[index_of(g, (enum pol)p)],
 				   &rel);
+	/* The limiter's step took the shares too (limiter_step). */
+	if (g->shares_on && (mask & (1u << P_LIMITER)))
+		shares_settle(g, &permit->tickets[g->gate.count], RX_REJECTED);
 }
 
 /* Admit, in gate order, the policies of @want that are on; the first that
@@ -315,7 +423,8 @@ static enum rx_decision admit_mask(struct rx_guard *g, unsigned want,
 		if (!is_on(g, (enum pol)p))
 			continue;
 		if (want & (1u << p)) {
-			d = admit_one(g, (enum pol)p, ctx, &permit->tickets[n],
+			d = admit_one(g, (enum pol)p, ctx, permit,
+				      &permit->tickets[n],
 				      why);
 			if (d != RX_ADMIT) {
 				release_mask(g, permit, *got, ctx->now_ns);
@@ -341,7 +450,7 @@ admit_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	permit->count = 0;
 	d = admit_mask(g, (1u << P_COUNT) - 1, ctx, permit, why, &got);
 	if (d == RX_ADMIT)
-		permit->count = g->gate.count;
+		permit->count = g->gate.count + g->shares_on;
 	return d;
 }
 
@@ -357,6 +466,8 @@ static RX__NOINLINE void settle_general(struct rx_guard *g,
 	for (p = 0; p < P_COUNT && i < n; p++)
 		if (is_on(g, (enum pol)p))
 			settle_one(g, (enum pol)p, &permit->tickets[i++], obs);
+	if (g->shares_on && permit->count > n)
+		shares_settle(g, &permit->tickets[n], obs->verdict);
 }
 
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -446,9 +557,11 @@ try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			count_refusal(g, why->reason);
 		return d;
 	}
+	if (g->shares_on)
+		shares_take(g, ctx, &permit->tickets[g->gate.count]);
 	got |= 1u << P_LIMITER;
 	if (g->throttler_on) {
-		d = admit_one(g, P_THROTTLER, ctx,
+		d = admit_one(g, P_THROTTLER, ctx, permit,
 			      &permit->tickets[index_of(g, P_THROTTLER)], why);
 		if (d != RX_ADMIT) {
 			release_mask(g, permit, got, ctx->now_ns);
@@ -456,7 +569,7 @@ try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			return RX_REFUSE;
 		}
 	}
-	permit->count = g->gate.count;
+	permit->count = g->gate.count + g->shares_on;
 	g->in_flight = rx__sat_inc32(g->in_flight);
 	return RX_ADMIT;
 }
@@ -497,7 +610,10 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 		}
 		if (d == RX_ADMIT) {
 			permit->tickets[g->breaker_on ? 1 : 0] = t;
-			permit->count = g->breaker_on ? 2 : 1;
+			permit->count = (g->breaker_on ? 2u : 1u) + g->shares_on;
+			if (RX__UNLIKELY(g->shares_on))
+				shares_take(g, ctx,
+					    &permit->tickets[g->gate.count]);
 		} else {
 			struct rx_observation rel = {RX_REJECTED, 0,
 						     ctx->now_ns};

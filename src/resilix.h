@@ -19,6 +19,8 @@
 #include "resilix/ratelimit.h"
 #include "resilix/throttler.h"
 #include "resilix/retry.h"
+#include "resilix/partition.h"
+#include "resilix/fairshare.h"
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 #include "resilix/registry.h"

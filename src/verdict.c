@@ -40,6 +40,8 @@ const char *rx_reason_name(enum rx_reason r)
 	    [RX_REASON_THROTTLED] = "throttled",
 	    [RX_REASON_REGISTRY_FULL] = "registry-full",
 	    [RX_REASON_BUDGET_EXCEEDED] = "budget-exceeded",
+	    [RX_REASON_CRITICALITY_SHED] = "criticality-shed",
+	    [RX_REASON_TENANT_SHED] = "tenant-shed",
 	};
 	if ((unsigned)r >= RX_REASON_COUNT || names[r] == NULL)
 		return "unknown";

@@ -44,8 +44,10 @@
 
 #include "resilix/breaker.h"
 #include "resilix/bulkhead.h"
+#include "resilix/fairshare.h"
 #include "resilix/gate.h"
 #include "resilix/limiter.h"
+#include "resilix/partition.h"
 #include "resilix/policy.h"
 #include "resilix/ratelimit.h"
 #include "resilix/throttler.h"
@@ -65,6 +67,11 @@ struct rx_guard_config {
 	struct rx_ratelimit_config ratelimit;
 	bool throttler_on; /* off by default (docs/design.md section 2) */
 	struct rx_throttler_config throttler;
+	/* Criticality buckets and tenant fairness in front of the limiter
+	 * (ADR-489): off by default; needs limiter_on. */
+	bool shares_on;
+	struct rx_partition_config partition;
+	struct rx_fairshare_config fairshare;
 };
 
 /* rx_guard_config_default - breaker and limiter (Vegas) on, each with its
@@ -102,7 +109,25 @@ struct rx_guard {
 	struct rx_bulkhead bulkhead;
 	struct rx_ratelimit ratelimit;
 	struct rx_throttler throttler;
+	bool shares_on; /* the two below are asked before the limiter */
+	struct rx_partition partition;
+	struct rx_fairshare fairshare;
 };
+
+/*
+ * Shares (ADR-489; cfg.shares_on, with the limiter on). The limiter's
+ * step of every admission - a new call or a waiter whose turn came -
+ * becomes: under pressure (the limiter would not admit at once: its
+ * backlog reaches its slots), rx_partition_decide with ctx->bucket and
+ * the limiter's L: a shed call is refused (criticality-shed), a
+ * guaranteed one takes a limiter slot over L; a call that passes is
+ * asked rx_fairshare_decide with ctx->tenant (tenant-shed), then the
+ * limiter as usual. An admitted call is counted in its bucket and its
+ * tenant; one more ticket after the policies' (the permit's count is
+ * theirs + 1) carries the bucket, the tenant's row and epoch, and settle
+ * gives them back (the tenant's count only for RX_REJECTED). Without
+ * pressure the cost is one branch and the counting.
+ */
 
 /*
  * rx_guard_init - set up a guard's policies from @cfg (already checked).

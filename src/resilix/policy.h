@@ -42,6 +42,10 @@ enum rx_reason {
 	RX_REASON_THROTTLED,
 	RX_REASON_REGISTRY_FULL, /* no key state available (pass-through) */
 	RX_REASON_BUDGET_EXCEEDED, /* retry budget spent (retry.h) */
+	RX_REASON_CRITICALITY_SHED, /* a lower bucket at its share, at the
+				       limit (partition.h) */
+	RX_REASON_TENANT_SHED, /* the tenant furthest above its fair share,
+				  at the limit (fairshare.h) */
 	RX_REASON_COUNT
 };
 
@@ -60,6 +64,8 @@ struct rx_admit_ctx {
 	uint64_t now_ns;     /* monotonic ns; earlier than last seen = no time */
 	struct rx_rng *rng;  /* may be NULL for policies that draw nothing */
 	bool can_wait;       /* false for non-blocking callers: never RX_QUEUE */
+	uint8_t bucket;      /* criticality bucket (partition.h); 0 = critical */
+	uint32_t tenant;     /* tenant id (fairshare.h); 0 = none, never shed */
 };
 
 /*
@@ -92,6 +98,8 @@ enum rx_policy_kind {
 	RX_POLICY_RATELIMIT,    /* ratelimit.h */
 	RX_POLICY_THROTTLER,    /* throttler.h */
 	RX_POLICY_RETRY_BUDGET, /* retry.h: admit = withdraw a retry */
+	RX_POLICY_PARTITION,    /* partition.h: criticality buckets */
+	RX_POLICY_FAIRSHARE,    /* fairshare.h: tenants */
 	RX_POLICY_KIND_COUNT
 };
 

@@ -41,7 +41,8 @@ static void test_cap_queue_refuse(void)
 	struct rx_bulkhead b;
 	struct rx_ticket t[3];
 	struct rx_refusal why = {0};
-	struct rx_admit_ctx wait = {0, NULL, true}, nowait = {0, NULL, false};
+	struct rx_admit_ctx wait = {0, NULL, true, 0, 0};
+	struct rx_admit_ctx nowait = {0, NULL, false, 0, 0};
 	init_cap(&b, 2);
 	CU_ASSERT_EQUAL(rx_bulkhead_admit(&b, &nowait, &t[0], &why), RX_ADMIT);
 	CU_ASSERT_EQUAL(rx_bulkhead_admit(&b, &wait, &t[1], &why), RX_ADMIT);
@@ -68,7 +69,7 @@ static void test_every_verdict_frees_the_slot(void)
 		struct rx_bulkhead b;
 		struct rx_ticket t, u;
 		struct rx_refusal why;
-		struct rx_admit_ctx wait = {0, NULL, true};
+		struct rx_admit_ctx wait = {0, NULL, true, 0, 0};
 		init_cap(&b, 1);
 		CU_ASSERT_EQUAL(rx_bulkhead_admit(&b, &wait, &t, &why),
 				RX_ADMIT);
@@ -88,7 +89,7 @@ static void test_release_leaves_no_trace(void)
 	struct rx_bulkhead a, b;
 	struct rx_ticket t;
 	struct rx_refusal why;
-	struct rx_admit_ctx ctx = {0, NULL, false};
+	struct rx_admit_ctx ctx = {0, NULL, false, 0, 0};
 	init_cap(&a, 3);
 	init_cap(&b, 3);
 	CU_ASSERT_EQUAL(rx_bulkhead_admit(&a, &ctx, &t, &why), RX_ADMIT);
@@ -117,7 +118,7 @@ static void test_eight_callers_cap_two(void)
 	rx_rng_seed(&g, 8);
 	while (done < 8000) {
 		unsigned c = (unsigned)(rx_rng_next(&g) % 8);
-		struct rx_admit_ctx ctx = {0, NULL, true};
+		struct rx_admit_ctx ctx = {0, NULL, true, 0, 0};
 		struct rx_refusal why;
 		if (in[c]) {
 			struct rx_observation o = {RX_SUCCESS, 10, 0};

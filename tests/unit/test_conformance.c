@@ -45,6 +45,8 @@
 #define CONF_SEEDS 300
 #define CONF_STEPS 600
 #define CONF_HELD 8
+/* Tenants 1..CONF_TENANTS and none (0): more than fairshare.h tracks. */
+#define CONF_TENANTS 10
 
 struct conformance_factory {
 	const char *name;
@@ -390,6 +392,109 @@ static const struct conformance_factory budget_factory = {
     .refusal_stats = UINT64_C(1) << RB_REFUSED,
 };
 
+/* --- partition (criticality buckets) ----------------------------------- */
+
+static const struct rx_policy_ops *partition_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	struct rx_partition *p = mem;
+	struct rx_rng g;
+	struct rx_partition_config c;
+	uint32_t left = 100;
+	unsigned b;
+
+	rx_rng_seed(&g, seed ^ UINT64_C(0x9a27));
+	rx_partition_config_default(&c);
+	/* Limits around CONF_HELD, so that held calls reach them; shares
+	 * drawn so that some buckets have less than one call's worth. */
+	c.limit = 1 + (uint32_t)(rx_rng_next(&g) % (CONF_HELD + 2));
+	if (rx_rng_next(&g) % 2)
+		for (b = 0; b < RX_BUCKET_COUNT; b++) {
+			c.percent[b] = (uint32_t)(rx_rng_next(&g) % (left + 1));
+			left -= c.percent[b];
+		}
+	CU_ASSERT_EQUAL_FATAL(rx_partition_init(p, &c), RX_OK);
+	*self = p;
+	return &rx_partition_ops;
+}
+
+enum { PART_SHED = 5 };
+
+static size_t partition_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	const struct rx_partition *p = self;
+	(void)now_ns;
+	const uint64_t v[] = {
+	    p->busy[0],		    p->busy[1],
+	    p->busy[2],		    p->busy[3],
+	    p->in_flight,	    [PART_SHED] = p->shed[0],
+	    [PART_SHED + 1] = p->shed[1], [PART_SHED + 2] = p->shed[2],
+	    [PART_SHED + 3] = p->shed[3],
+	};
+	size_t n = sizeof(v) / sizeof(v[0]);
+	CU_ASSERT_FATAL(n <= max);
+	memcpy(out, v, sizeof(v));
+	return n;
+}
+
+static const struct conformance_factory partition_factory = {
+    .name = "partition",
+    .make = partition_make,
+    .stats = partition_stats,
+    .refusal_stats = UINT64_C(0xf) << PART_SHED,
+};
+
+/* --- fairshare (tenants) ------------------------------------------------ */
+
+static const struct rx_policy_ops *fairshare_make(void *mem, uint64_t seed,
+						  void **self)
+{
+	struct rx_fairshare *f = mem;
+	struct rx_rng g;
+	struct rx_fairshare_config c;
+
+	rx_rng_seed(&g, seed ^ UINT64_C(0xfa15));
+	rx_fairshare_config_default(&c);
+	/* Half-lives within a history (about a minute), so that epochs
+	 * turn over and tickets outlive theirs. */
+	c.limit = 1 + (uint32_t)(rx_rng_next(&g) % (CONF_HELD + 2));
+	c.half_life_ms = 50 + rx_rng_next(&g) % 3000;
+	c.slack_percent = (uint32_t)(rx_rng_next(&g) % 60);
+	CU_ASSERT_EQUAL_FATAL(rx_fairshare_init(f, &c), RX_OK);
+	*self = f;
+	return &rx_fairshare_ops;
+}
+
+enum { FAIR_SHED = 2 };
+
+static size_t fairshare_stats(const void *self, uint64_t now_ns, uint64_t *out,
+			      size_t max)
+{
+	const struct rx_fairshare *f = self;
+	uint64_t total = 0;
+	size_t n = 0;
+	uint32_t t;
+
+	CU_ASSERT_FATAL(max >= 5 + CONF_TENANTS);
+	out[n++] = rx_fairshare_active(f, now_ns, &total);
+	out[n++] = f->in_flight;
+	out[FAIR_SHED] = f->shed;
+	n++;
+	out[n++] = f->untracked;
+	out[n++] = total;
+	for (t = 1; t <= CONF_TENANTS; t++)
+		out[n++] = rx_fairshare_heaviness(f, t, now_ns);
+	return n;
+}
+
+static const struct conformance_factory fairshare_factory = {
+    .name = "fairshare",
+    .make = fairshare_make,
+    .stats = fairshare_stats,
+    .refusal_stats = UINT64_C(1) << FAIR_SHED,
+};
+
 /* --- the registry of factories ----------------------------------------- */
 
 static const struct conformance_factory *const factories[] = {
@@ -399,6 +504,8 @@ static const struct conformance_factory *const factories[] = {
     [RX_POLICY_RATELIMIT] = &ratelimit_factory,
     [RX_POLICY_THROTTLER] = &throttler_factory,
     [RX_POLICY_RETRY_BUDGET] = &budget_factory,
+    [RX_POLICY_PARTITION] = &partition_factory,
+    [RX_POLICY_FAIRSHARE] = &fairshare_factory,
 };
 
 #define N_FACTORIES (sizeof(factories) / sizeof(factories[0]))
@@ -465,10 +572,15 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 		else if (r < 80)
 			now += rx_rng_next(&hist) % (50 * MS);
 		bool can_wait = rx_rng_next(&hist) % 2;
+		/* Who calls: bucket and tenant of the extra and the main
+		 * call (partition.h, fairshare.h; the others ignore them). */
+		uint64_t cls = rx_rng_next(&hist);
 
 		if (rx_rng_next(&hist) % 4 == 0) {
 			struct rx_rng scratch = rng_a;
-			struct rx_admit_ctx x = {now, &scratch, can_wait};
+			struct rx_admit_ctx x = {now, &scratch, can_wait, 0, 0};
+			x.bucket = (uint8_t)(cls % RX_BUCKET_COUNT);
+			x.tenant = (uint32_t)(cls / 8 % (CONF_TENANTS + 1));
 			struct rx_ticket t;
 			struct rx_refusal why;
 			uint64_t before[CONF_STATS_MAX], after[CONF_STATS_MAX];
@@ -481,8 +593,8 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			} else if (f->mirror_refusals) {
 				/* A real call: B is asked it too (ADR-430). */
 				struct rx_rng sb_rng = rng_b;
-				struct rx_admit_ctx xb = {now, &sb_rng,
-							  can_wait};
+				struct rx_admit_ctx xb = x;
+				xb.rng = &sb_rng;
 				struct rx_ticket tb;
 				struct rx_refusal wb;
 				CU_ASSERT_EQUAL_FATAL(
@@ -503,8 +615,11 @@ static unsigned run_history(const struct conformance_factory *f, uint64_t seed)
 			}
 		}
 
-		struct rx_admit_ctx ca = {now, &rng_a, can_wait};
-		struct rx_admit_ctx cb = {now, &rng_b, can_wait};
+		struct rx_admit_ctx ca = {now, &rng_a, can_wait, 0, 0};
+		ca.bucket = (uint8_t)(cls / 256 % RX_BUCKET_COUNT);
+		ca.tenant = (uint32_t)(cls / 4096 % (CONF_TENANTS + 1));
+		struct rx_admit_ctx cb = ca;
+		cb.rng = &rng_b;
 		struct rx_ticket ta, tb;
 		struct rx_refusal wa = {0}, wb = {0};
 		enum rx_decision da = ops->admit(sa, &ca, &ta, &wa);
@@ -610,7 +725,7 @@ static void test_gate_release_leaves_no_trace(void)
 		uint64_t now = 1000 * MS;
 		for (unsigned step = 0; step < 400; step++) {
 			now += rx_rng_next(&hist) % (300 * MS);
-			struct rx_admit_ctx ctx = {now, NULL, false};
+			struct rx_admit_ctx ctx = {now, NULL, false, 0, 0};
 			struct rx_gate_permit p;
 			struct rx_refusal why;
 			/* Through the gate until the flaky policy admits. */

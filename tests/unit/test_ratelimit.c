@@ -25,7 +25,7 @@ static void init_rate(struct rx_ratelimit *r, uint64_t tokens,
 static enum rx_decision take(struct rx_ratelimit *r, uint64_t now,
 			     bool can_wait, struct rx_refusal *why)
 {
-	struct rx_admit_ctx ctx = {now, NULL, can_wait};
+	struct rx_admit_ctx ctx = {now, NULL, can_wait, 0, 0};
 	struct rx_ticket t;
 	return rx_ratelimit_admit(r, &ctx, &t, why);
 }
@@ -145,7 +145,7 @@ static void test_retry_after_and_queue(void)
 static void test_refund_is_exact_and_capped(void)
 {
 	struct rx_ratelimit a, b;
-	struct rx_admit_ctx ctx = {NS_PER_S, NULL, false};
+	struct rx_admit_ctx ctx = {NS_PER_S, NULL, false, 0, 0};
 	struct rx_ticket t;
 	struct rx_refusal why;
 	struct rx_observation rej = {RX_REJECTED, 0, NS_PER_S};
@@ -173,7 +173,7 @@ static void test_refund_is_exact_and_capped(void)
 		uint64_t now = NS_PER_S;
 		for (int step = 0; step < 60; step++) {
 			now += rx_rng_next(&g) % (400 * RX_NS_PER_MS);
-			struct rx_admit_ctx c = {now, NULL, false};
+			struct rx_admit_ctx c = {now, NULL, false, 0, 0};
 			if (rx_rng_next(&g) % 4 == 0) {
 				struct rx_ticket lent;
 				if (rx_ratelimit_admit(&a, &c, &lent, &why) !=
@@ -206,7 +206,7 @@ static void test_other_verdicts_keep_the_token(void)
 		struct rx_ratelimit r;
 		struct rx_ticket t;
 		struct rx_refusal why;
-		struct rx_admit_ctx ctx = {NS_PER_S, NULL, false};
+		struct rx_admit_ctx ctx = {NS_PER_S, NULL, false, 0, 0};
 		init_rate(&r, 1, 1000, 1);
 		CU_ASSERT_EQUAL(rx_ratelimit_admit(&r, &ctx, &t, &why),
 				RX_ADMIT);

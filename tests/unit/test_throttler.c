@@ -33,7 +33,7 @@ static void init_default(struct rx_throttler *t)
 static bool call(struct rx_throttler *t, struct rx_rng *g, uint64_t now,
 		 enum rx_verdict v)
 {
-	struct rx_admit_ctx ctx = {now, g, false};
+	struct rx_admit_ctx ctx = {now, g, false, 0, 0};
 	struct rx_ticket tk;
 	struct rx_refusal why = {0};
 	if (rx_throttler_admit(t, &ctx, &tk, &why) != RX_ADMIT) {
@@ -326,7 +326,7 @@ static void test_release_leaves_no_trace(void)
 		call(&a, &g, now, n % 3 == 2 ? RX_OVERLOAD : RX_SUCCESS);
 	b = a;
 	struct rx_rng ga = g, gb = g, scratch = g;
-	struct rx_admit_ctx ctx = {now, &scratch, false};
+	struct rx_admit_ctx ctx = {now, &scratch, false, 0, 0};
 	CU_ASSERT_EQUAL_FATAL(rx_throttler_admit(&a, &ctx, &tk, &why),
 			      RX_ADMIT);
 	struct rx_observation rej = {RX_REJECTED, 0, now + 10 * MS};
@@ -369,7 +369,7 @@ static void test_in_flight_no_evidence(void)
 	struct rx_refusal why;
 	init_default(&t);
 	rx_rng_seed(&g, 8);
-	struct rx_admit_ctx ctx = {1 * MS, &g, true};
+	struct rx_admit_ctx ctx = {1 * MS, &g, true, 0, 0};
 	for (int i = 0; i < 8; i++)
 		CU_ASSERT_EQUAL(rx_throttler_admit(&t, &ctx, &tk[i], &why),
 				RX_ADMIT);
