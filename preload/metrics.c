@@ -28,16 +28,15 @@
  * between the two halves is reported under its old name for one write;
  * its counters then look reset, which Prometheus's rate() handles.
  *
- * Latency (ADR-163). The guard keeps no latency estimate of its own, so
- * the shim keeps one per registry slot beside the guard locks: P²
- * estimators (Jain & Chlamtac 1985, src/p2.c) of the p50, p90 and p99 of
- * the time to first byte of the calls settled since the previous write,
- * plus a cumulative count and sum - a Prometheus summary whose quantiles
- * cover the last interval (client_golang's MaxAge, with the interval as
- * the age). An interval without calls reports NaN quantiles, as a summary
- * with no observations does. RX_REJECTED releases are not calls the
- * upstream saw and are left out. They are fed under the guard's lock, in
- * O(1), and the slot is reset when the registry reuses it for another key.
+ * Latency (ADR-163, ADR-520). The guard keeps no latency estimate of its
+ * own, so the shim keeps one per registry slot beside the guard locks: a
+ * Prometheus histogram of the time to first byte of the settled calls,
+ * fixed buckets (lathist.h) counted since the key was created, with their
+ * sum: one increment per call, and unlike a summary's quantiles the
+ * buckets of the %p files and of hosts add up (histogram_quantile over
+ * sum by (key, le)). RX_REJECTED releases are not calls the upstream saw
+ * and are left out. They are fed under the guard's lock, in O(1), and the
+ * slot is reset when the registry reuses it for another key.
  *
  * Metric writes never influence admission (ADR-010): the writer reads
  * stats (rx_breaker_stats does not change state) and, on any failure
@@ -79,17 +78,12 @@
 #include "runtime.h"
 #include "symbols.h"
 #include "ownfile.h"
-#include "resilix/p2.h"
+#include "lathist.h"
 
 #define BUF_BYTES (64 * 1024)
 /* Flush when less than this is left: a line with an escaped 255-byte key
  * fits. */
 #define LINE_ROOM 1024
-
-/* The quantiles every key reports. */
-static const double quantiles[] = {0.5, 0.9, 0.99};
-static const char *const quantile_labels[] = {"0.5", "0.9", "0.99"};
-#define NQ (sizeof(quantiles) / sizeof(quantiles[0]))
 
 /* Every file this writer makes starts so (family() below): what it may
  * replace (ADR-215). */
@@ -97,9 +91,10 @@ static const char *const quantile_labels[] = {"0.5", "0.9", "0.99"};
 
 /* Latency state of one registry slot (guarded by that guard's lock). */
 struct lat {
-	struct rx_p2 q[NQ]; /* since the previous write, seconds */
-	uint64_t count;	    /* calls observed since the key was created */
-	uint64_t sum_us;    /* their total latency, µs (saturating) */
+	uint64_t bucket[RX_LATHIST_BUCKETS]; /* calls per bucket (not
+						cumulative) */
+	uint64_t count;	 /* calls observed since the key was created */
+	uint64_t sum_us; /* their total latency, µs (saturating) */
 };
 
 /* What the writer copies of one key. */
@@ -112,7 +107,7 @@ struct snap {
 	uint32_t in_flight;
 	bool limiter_on;
 	struct rx_limiter_stats limiter;
-	double q[NQ]; /* seconds, NaN without calls in the interval */
+	uint64_t bucket[RX_LATHIST_BUCKETS]; /* as struct lat */
 	uint64_t count, sum_us;
 };
 
@@ -280,12 +275,7 @@ void rx__metrics_quick_exit(void)
 
 static void lat_reset(struct lat *l)
 {
-	size_t i;
-
-	for (i = 0; i < NQ; i++)
-		rx_p2_init(&l->q[i], quantiles[i]);
-	l->count = 0;
-	l->sum_us = 0;
+	memset(l, 0, sizeof(*l));
 }
 
 /* Calls @g has settled that the upstream saw (every verdict but
@@ -307,21 +297,20 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 			 const struct rx_observation *obs)
 {
 	struct lat *l;
-	double s;
-	size_t i;
 
 	if (!rx__metrics_on || index >= max_keys || obs->verdict == RX_REJECTED)
 		return;
 	l = &lats[index];
-	/* The guard's count of such calls includes this one; ours lags by
-	 * exactly one unless the slot now holds another key (the registry
-	 * reset the guard), or the slot was never used (a zeroed page whose
-	 * estimators are not initialised). */
-	if (l->q[0].p == 0.0 || seen_calls(&g->counters) != l->count + 1)
+	/* The guard's count of such calls includes this one, so it is above
+	 * ours - unless the slot now holds another key (the registry reset
+	 * the guard and counts from zero again). With a shared segment the
+	 * guard counts every process's calls and ours only this process's
+	 * (ADR-486): above ours too, so a guard's count below ours + 1 is
+	 * the one sign of reuse that holds in both modes. A zeroed page is
+	 * an empty histogram. */
+	if (seen_calls(&g->counters) < l->count + 1)
 		lat_reset(l);
-	s = (double)obs->latency_us / 1e6;
-	for (i = 0; i < NQ; i++)
-		rx_p2_add(&l->q[i], s);
+	l->bucket[rx_lathist_index(obs->latency_us)]++;
 	l->count++;
 	l->sum_us = l->sum_us + obs->latency_us < l->sum_us
 			? UINT64_MAX
@@ -359,7 +348,6 @@ static void copy_guard(struct snap *s, uint64_t now)
 	struct rx_guard *g = s->guard;
 	struct rx_lock *l = &guard_locks[s->index];
 	struct lat *lt = &lats[s->index];
-	size_t i;
 
 	rx__lock(l);
 	if (breaker_on)
@@ -371,24 +359,11 @@ static void copy_guard(struct snap *s, uint64_t now)
 	s->limiter_on = g->limiter_on;
 	if (g->limiter_on)
 		rx_limiter_stats(&g->limiter, now, &s->limiter);
-	if (lt->q[0].p == 0.0 || lt->count != seen_calls(&g->counters)) {
-		/* Nothing observed for this key yet (or the slot was
-		 * reused and not fed since). */
-		for (i = 0; i < NQ; i++)
-			s->q[i] = NAN;
-		s->count = 0;
-		s->sum_us = 0;
-	} else {
-		for (i = 0; i < NQ; i++) {
-			s->q[i] = rx_p2_count(&lt->q[i])
-				      ? rx_p2_value(&lt->q[i])
-				      : NAN;
-			/* A new interval starts with this write. */
-			rx_p2_init(&lt->q[i], quantiles[i]);
-		}
-		s->count = lt->count;
-		s->sum_us = lt->sum_us;
-	}
+	if (seen_calls(&g->counters) < lt->count)
+		lat_reset(lt); /* the slot was reused and not fed since */
+	memcpy(s->bucket, lt->bucket, sizeof(s->bucket));
+	s->count = lt->count;
+	s->sum_us = lt->sum_us;
 	rx__unlock(l);
 }
 
@@ -670,17 +645,23 @@ static void format_all(struct out *o, uint32_t n, uint32_t keys,
 			    rx_reason_name(j),
 			    (unsigned long long)snaps[i].counters.refused[j]);
 	per_key(o, call_families, COUNT(call_families), n, false);
-	family(o, "resilix_call_latency_seconds", "summary",
-	       "Time to first byte of settled calls; quantiles over the "
-	       "calls since the previous write (NaN: none).");
+	family(o, "resilix_call_latency_seconds", "histogram",
+	       "Time to first byte of settled calls, since the key was "
+	       "created.");
 	for (i = 0; i < n; i++) {
+		uint64_t cum = 0;
+
 		escape(k, snaps[i].key);
-		for (j = 0; j < NQ; j++)
+		/* Cumulative, +Inf last and equal to _count (the text
+		 * format's rules for a histogram). */
+		for (j = 0; j < RX_LATHIST_BUCKETS; j++) {
+			cum += snaps[i].bucket[j];
 			put(o,
-			    "resilix_call_latency_seconds{%skey=\"%s\","
-			    "quantile=\"%s\"} %s\n",
-			    pid_label, k, quantile_labels[j],
-			    num(v, sizeof(v), snaps[i].q[j]));
+			    "resilix_call_latency_seconds_bucket{%skey=\"%s\","
+			    "le=\"%s\"} %llu\n",
+			    pid_label, k, rx_lathist_le[j],
+			    (unsigned long long)cum);
+		}
 		put(o, "resilix_call_latency_seconds_sum{%skey=\"%s\"} %s\n",
 		    pid_label, k,
 		    num(v, sizeof(v), (double)snaps[i].sum_us / 1e6));

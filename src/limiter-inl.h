@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "p2-inl.h"
+#include "whist-inl.h"
 #include "resilix/limiter.h"
 
 /* rx_limiter_admit's answer over the limit: refuse, queue or shed, with
@@ -163,7 +163,9 @@ static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 	if (ticket->flags > l->window_peak)
 		l->window_peak = ticket->flags;
 
-	rx__p2_add(&l->window, (double)obs->latency_us);
+	rx__whist_add(&l->window, obs->latency_us);
+	if (obs->latency_us > l->window.max_us)
+		l->window.max_us = obs->latency_us;
 	if (obs->latency_us < l->window_min_us)
 		l->window_min_us = obs->latency_us;
 	/* window_ns is never below window_min_ms, and most settlements find

@@ -4,8 +4,9 @@
  * One struct, three update rules behind one switch: Vegas queue estimation
  * (Netflix concurrency-limits VegasLimit, the default), gradient2 (NCL
  * Gradient2Limit) and AIMD (NCL AIMDLimit), windowed as NCL's WindowedLimit
- * and failsafe-go's adaptive limiter do, with a P² p90 (Jain & Chlamtac
- * 1985, p2.c) as the latency signal and failsafe-go's queueing bands in
+ * and failsafe-go's adaptive limiter do, with the p90 of a per-window
+ * log-linear histogram (whist-inl.h, ADR-522; a P² estimator, Jain &
+ * Chlamtac 1985, before) as the latency signal and failsafe-go's queueing bands in
  * front (queue to 2L, shed linearly to 3L). limiter.h states every rule and
  * default with its source; the decisions that are ours, and why:
  *
@@ -204,7 +205,7 @@ static uint64_t to_u64(double v)
 
 static void window_reset(struct rx_limiter *l)
 {
-	(void)rx_p2_init(&l->window, l->cfg.quantile);
+	rx__whist_reset(&l->window);
 	l->window_start_ns = 0;
 	l->window_min_us = UINT64_MAX;
 	l->window_peak = 0;
@@ -541,7 +542,8 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 
 static void close_window_update(struct rx_limiter *l, uint64_t now)
 {
-	double rtt = rx_p2_value(&l->window);
+	double rtt = rx__whist_quantile(&l->window, l->cfg.quantile,
+					l->window_min_us);
 	double old = l->limit;
 	double next = old;
 	bool wants_less = false;
@@ -769,7 +771,7 @@ void rx_limiter_stats(const struct rx_limiter *l, uint64_t now_ns,
 	out->in_flight = l->in_flight;
 	out->queued = l->queued;
 	out->window_peak = l->window_peak;
-	out->window_samples = rx_p2_count(&l->window);
+	out->window_samples = l->window.count;
 	out->p90_us = to_u64(l->p90_us);
 	out->rtt_noload_us = to_u64(l->baseline_us);
 	out->updates = l->updates;

@@ -130,7 +130,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "resilix/p2.h"
+#include "resilix/whist.h"
 #include "resilix/policy.h"
 
 #ifdef __cplusplus
@@ -260,7 +260,7 @@ struct rx_limiter {
 	uint32_t drop_epoch;	/* bumped by every drop-decrease */
 	uint32_t stuck_windows; /* windows in a row asking less in vain */
 	/* The current window. */
-	struct rx_p2 window; /* latency quantile, µs */
+	struct rx_whist window; /* latency quantile, µs (ADR-522) */
 	uint64_t window_start_ns;
 	uint64_t window_min_us; /* smallest latency in the window */
 	uint32_t window_peak;	/* max in flight at admission, this window */

@@ -128,13 +128,15 @@ timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
 rx_assert_eq "--status exit status with an open breaker" 1 "$?"
 rx_dump_on_fail "$prom"
 cat "$out" | sed 's/^/# /'
-rx_assert_grep "header" '^key +state +calls +window +fail% +slow% +limit +in-flight +refused$' "$out"
+rx_assert_grep "header" '^key +state +calls +window +fail% +slow% +p50 +p99 +limit +in-flight +refused$' "$out"
+# p50 and p99 from the latency histogram's buckets: a duration.
+dur='[0-9.]+(us|ms|s)'
 rx_assert_eq "the open breaker's row comes first" "127.0.0.1:$bad open" \
 	"$(sed -n 2p "$out" | awk '{print $1, $2}')"
 rx_assert_grep "its calls, failure % and refusals" \
-	"^127\\.0\\.0\\.1:$bad +open +10 +10 +100 +0 +[0-9]+ +0 +5 \\(circuit-open 5\\)$" "$out"
+	"^127\\.0\\.0\\.1:$bad +open +10 +10 +100 +0 +$dur +$dur +[0-9]+ +0 +5 \\(circuit-open 5\\)$" "$out"
 rx_assert_grep "the closed one, 15 calls, no failures" \
-	"^127\\.0\\.0\\.1:$good +closed +15 +15 +0 +0 +[0-9]+ +0 +0$" "$out"
+	"^127\\.0\\.0\\.1:$good +closed +15 +15 +0 +0 +$dur +$dur +[0-9]+ +0 +0$" "$out"
 rx_assert_grep "why it is open" \
 	"^127\\.0\\.0\\.1:$bad is open: failure rate 100%, .* over 10 calls" "$out"
 rx_assert_grep "the probe time, counted down from the write" \
@@ -148,6 +150,30 @@ timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
 rx_assert_grep "an old file: the probe is due, not 'in 60 s'" \
 	'; probe due \(the open period ended after the file was written\)$' "$out"
 rx_assert_grep "an old file: its age" '^2 keys; written 1[12][0-9] s ago by pid [0-9]+$' "$out"
+# The quantiles are read from the buckets as histogram_quantile reads
+# them: 10 calls in (100 us, 250 us], 10 in (250 us, 500 us], none above.
+# p50 (rank 10) is the top of the first bucket; p99 (rank 19.8) is 98 %
+# of the way through the second: 250 + 0.98 * 250 = 495 us.
+cat >"$RX_TMP/h.prom" <<'EOF'
+# HELP resilix_call_latency_seconds Time to first byte.
+# TYPE resilix_call_latency_seconds histogram
+resilix_call_latency_seconds_bucket{key="k",le="0.0001"} 0
+resilix_call_latency_seconds_bucket{key="k",le="0.00025"} 10
+resilix_call_latency_seconds_bucket{key="k",le="0.0005"} 20
+resilix_call_latency_seconds_bucket{key="k",le="+Inf"} 20
+resilix_call_latency_seconds_sum{key="k"} 0.006
+resilix_call_latency_seconds_count{key="k"} 20
+resilix_call_latency_seconds_bucket{key="none",le="0.0001"} 0
+resilix_call_latency_seconds_bucket{key="none",le="+Inf"} 0
+resilix_registry_keys 2
+EOF
+timeout 10 "$RUN" --status "$RX_TMP/h.prom" >"$out" 2>"$err"
+rx_assert_eq "--status on a hand-made histogram: exit status" 0 "$?"
+sed 's/^/# /' "$out"
+rx_assert_eq "p50 and p99 interpolated within their buckets" "250us 495us" \
+	"$(awk '$1 == "k" {print $7, $8}' "$out")"
+rx_assert_eq "a key without calls has no quantiles" "- -" \
+	"$(awk '$1 == "none" {print $7, $8}' "$out")"
 echo 'not metrics' >"$RX_TMP/junk"
 timeout 10 "$RUN" --status "$RX_TMP/junk" >"$out" 2>"$err"
 rx_assert_eq "--status on a file that is not metrics" 2 "$?"

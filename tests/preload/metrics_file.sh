@@ -92,9 +92,23 @@ expect("window calls", val("resilix_window_calls", key=key), float(reached))
 expect("latency count", val("resilix_call_latency_seconds_count", key=key), float(reached))
 s = val("resilix_call_latency_seconds_sum", key=key)
 expect("latency sum is positive and under 10 s", s is not None and 0 < s < 10, True)
-for q in ("0.5", "0.9", "0.99"):
-    v = val("resilix_call_latency_seconds", key=key, quantile=q)
-    expect("quantile %s present" % q, v is not None, True)
+# A histogram by the exposition format's rules (ADR-520): TYPE histogram,
+# the fixed bounds in order, cumulative counts, +Inf last and equal to
+# _count; and no summary left (no quantile label anywhere).
+expect("latency family is a histogram",
+       fams.get("resilix_call_latency_seconds") is not None and
+       fams["resilix_call_latency_seconds"].type, "histogram")
+bk = [(s.labels["le"], s.value) for f in fams.values() for s in f.samples
+      if s.name == "resilix_call_latency_seconds_bucket" and s.labels.get("key") == key]
+les = ["0.000025", "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+       "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5",
+       "10", "25", "50", "+Inf"]
+expect("the fixed bounds, in order, +Inf last",
+       [float(le) for le, _ in bk], [float(le) for le in les])
+expect("bucket counts are cumulative",
+       all(bk[i][1] <= bk[i + 1][1] for i in range(len(bk) - 1)), True)
+expect("+Inf bucket = _count", bk[-1][1] if bk else None, float(reached))
+expect("no quantile label (the summary is gone)", "quantile=" in text, False)
 expect("calls in flight", val("resilix_calls_in_flight", key=key), 0.0)
 expect("registry keys", val("resilix_registry_keys"), 1.0)
 expect("registry overflows", val("resilix_registry_overflows_total"), 0.0)
@@ -143,8 +157,11 @@ rx_assert_eq "requests answered" 800 "$(rx_count threads 200)"
 rx_assert_grep "all 800 calls in the final file" \
 	"^resilix_calls_total\\{key=\"127.0.0.1:$RX_PORT\",verdict=\"success\"\\} 800$" \
 	"$prom"
-rx_assert_grep "and in the latency summary's count" \
+rx_assert_grep "and in the latency histogram's count" \
 	"^resilix_call_latency_seconds_count\\{key=\"127.0.0.1:$RX_PORT\"\\} 800$" \
+	"$prom"
+rx_assert_grep "and in its +Inf bucket" \
+	"^resilix_call_latency_seconds_bucket\\{key=\"127.0.0.1:$RX_PORT\",le=\"\\+Inf\"\\} 800$" \
 	"$prom"
 rx_assert_no_grep "no error from the writer" 'metrics-write-failed' "$err"
 rx_upstream_stop threads

@@ -28,12 +28,13 @@ timeout 10 "$RUN" --status "$prom" >"$out" 2>"$err"
 rx_assert_eq "--status exit status (open)" 1 "$?"
 sed 's/^/# /' "$out"
 rx_assert_grep "the header names the window" \
-	'^key +state +calls +window +fail% +slow% +limit +in-flight +refused$' "$out"
+	'^key +state +calls +window +fail% +slow% +p50 +p99 +limit +in-flight +refused$' "$out"
 row=$(grep "^127\\.0\\.0\\.1:$RX_PORT " "$out")
 set -- $row
 rx_assert_eq "calls this process settled" 0 "$3"
 rx_assert_eq "calls in the window, beside its rates" 5 "$4"
 rx_assert_eq "the failure rate over them" 100 "$5"
+rx_assert_eq "no latency quantiles without a settled call" "- -" "$7 $8"
 rx_assert_grep "the line below says the same window" \
 	"is open: failure rate 100%, slow-call rate 0% over $4 calls in the window" "$out"
 rx_assert_grep "the file names its writer, %p or not (ADR-368)" '; written .* by pid [0-9]+$' "$out"

@@ -850,13 +850,13 @@ static void test_drops_are_not_samples(void)
 	init_limiter(&l, &c);
 	run_windows(&l, &now, 20, 10000, 3);
 	double base = l.baseline_us;
-	uint64_t samples = rx_p2_count(&l.window);
+	uint64_t samples = l.window.count;
 	double limit = l.limit;
 	CU_ASSERT(base >= 9999.0 && base <= 10001.0);
 	for (int i = 0; i < 100; i++)
 		round_trip(&l, &now, 1, 1, RX_OVERLOAD);
 	CU_ASSERT_DOUBLE_EQUAL(l.baseline_us, base, 0.0);
-	CU_ASSERT_EQUAL(rx_p2_count(&l.window), samples);
+	CU_ASSERT_EQUAL(l.window.count, samples);
 	CU_ASSERT_EQUAL(l.drops, 100);
 	/* The window that saw drops closes without growing the limit. */
 	double after_drops = l.limit;
@@ -1100,7 +1100,7 @@ static void test_probe_halves_admission(void)
 	old.start_ns = l.probe_start_ns - 1;
 	l.in_flight++;
 	settle(&l, &old, RX_SUCCESS, 999999999, now + 1);
-	CU_ASSERT_EQUAL(rx_p2_count(&l.window), 0);
+	CU_ASSERT_EQUAL(l.window.count, 0);
 	/* The probe window's p90 becomes the baseline; the limit holds. */
 	now += 10 * RX_NS_PER_MS;
 	for (uint32_t i = 0; i < n; i++)
@@ -1585,10 +1585,10 @@ static void test_learning_probe_refuses_nobody(void)
 	now += 10 * RX_NS_PER_MS;
 	for (uint32_t i = slots; i < 60; i++)
 		settle(&l, &t[i], RX_SUCCESS, 99000, now);
-	CU_ASSERT_EQUAL(rx_p2_count(&l.window), 0);
+	CU_ASSERT_EQUAL(l.window.count, 0);
 	for (uint32_t i = 0; i < slots; i++)
 		settle(&l, &t[i], RX_SUCCESS, 10000, now);
-	CU_ASSERT_EQUAL(rx_p2_count(&l.window), slots);
+	CU_ASSERT_EQUAL(l.window.count, slots);
 }
 
 /* A stale limit returns the limiter to learning (ADR-380). */
