@@ -167,8 +167,6 @@ static const struct var vars[] = {
 static const char *const reserved[] = {
 	"RESILIX_CRITICALITY",
 	"RESILIX_TENANT",
-	"RESILIX_HEDGE",
-	"RESILIX_HEDGE_DELAY_MS",
 };
 
 /*
