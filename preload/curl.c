@@ -405,6 +405,7 @@ static void forget_handle(const void *h)
 
 static void state_clear(struct handle_state *st)
 {
+	rx__curl_hedge_forget(st->handle); /* curl_easy_reset */
 	st->url_ok = false;
 	st->curlu = false;
 	st->unix_socket = false;
@@ -874,6 +875,7 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 	    !rx__reentered()) {
 		int saved = errno;
 
+		rx__curl_hedge_forget(h);
 		forget_handle(h);
 		errno = saved;
 	}
@@ -900,6 +902,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	bind_real();
 	if (!real.perform)
 		return RX_CURLE_FAILED_INIT;
+	rx__curl_hedge_forget(h); /* its CURLINFO is its own again */
 	/* A perform from inside another one's callback is libcurl's to
 	 * refuse (CURLE_RECURSIVE_API_CALL), not ours to count. */
 	if (rx__curl_active || !guarding())
@@ -945,7 +948,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;
-		ih = t.info ? t.info : h;
+		ih = rx__curl_hedge_keep(h, t.info, real.cleanup);
 	} else {
 		rc = real.perform(h);
 	}
@@ -962,8 +965,6 @@ RX_EXPORT int curl_easy_perform(void *h)
 				 &ttfb_us) != RX_CURLE_OK)
 			ttfb_us = 0;
 	}
-	if (ih != h) /* a hedge that won, read: freed */
-		real.cleanup(ih);
 	http = is_http(st);
 	/* A failed transfer that ends on a 3xx while following redirects
 	 * failed on the way to the next hop: libcurl keeps the last status

@@ -50,6 +50,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -262,6 +263,63 @@ static void *get_multi(void)
 		}
 	}
 	return thread_multi;
+}
+
+/* ---- the winner's CURLINFO (ADR-472) -------------------------------- */
+
+/* The program's handle whose last perform a hedge won on this thread, and
+ * that duplicate, kept for curl_easy_getinfo until the handle's next
+ * perform, reset or cleanup, or the next hedge that wins here. */
+static RX_TLS void *kept_h, *kept_dup;
+static void (*kept_cleanup)(void *);
+static int (*real_getinfo)(void *, int, ...);
+static pthread_once_t getinfo_once = PTHREAD_ONCE_INIT;
+
+void rx__curl_hedge_forget(const void *h)
+{
+	void *d = kept_dup;
+
+	if (!d || h != kept_h)
+		return;
+	kept_h = kept_dup = NULL;
+	kept_cleanup(d);
+}
+
+void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
+{
+	if (!dup)
+		return h;
+	if (kept_dup)
+		rx__curl_hedge_forget(kept_h);
+	kept_cleanup = cleanup;
+	kept_h = h;
+	kept_dup = dup;
+	return dup;
+}
+
+static void bind_getinfo(void)
+{
+	int saved = errno;
+
+	*(void **)&real_getinfo = lookup("curl_easy_getinfo");
+	errno = saved;
+}
+
+RX_EXPORT int curl_easy_getinfo(void *h, int info, ...);
+RX_EXPORT int curl_easy_getinfo(void *h, int info, ...)
+{
+	va_list ap;
+	void *p;
+
+	/* Every CURLINFO argument is one pointer (curl.h: long *, char **,
+	 * double *, curl_off_t *, struct curl_slist **, ...). */
+	va_start(ap, info);
+	p = va_arg(ap, void *);
+	va_end(ap);
+	(void)pthread_once(&getinfo_once, bind_getinfo);
+	if (!real_getinfo)
+		return RX_CURLE_FAILED_INIT;
+	return real_getinfo(kept_dup && h == kept_h ? kept_dup : h, info, p);
 }
 
 /* ---- the race -------------------------------------------------------- */

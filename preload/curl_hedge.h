@@ -45,6 +45,20 @@ bool rx__curl_hedgeable(const char *m, bool http);
 int rx__curl_hedge_perform(struct rx_curl_transfer *t,
 			   const struct rx_curl_cb *fwd);
 
+/*
+ * rx__curl_hedge_keep - after a perform of the program's handle @h that
+ * the duplicate @dup won (NULL: none did), keep @dup so curl_easy_getinfo
+ * on @h answers from it (ADR-472) until rx__curl_hedge_forget(@h) or the
+ * next hedge that wins on this thread; @cleanup frees it. Returns the
+ * handle whose CURLINFO describes the transfer: @dup, else @h.
+ */
+void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *));
+
+/* rx__curl_hedge_forget - @h is performed again, reset or freed: its own
+ * CURLINFO is its own again. One thread-local load when nothing is kept.
+ * Never called with a shim lock held (it may call libcurl). */
+void rx__curl_hedge_forget(const void *h);
+
 /* ---- the per-key estimate of time to first byte (pure) -------------- */
 
 /* Samples before a key's p95 is used: 20, the fewest of which a 95th
