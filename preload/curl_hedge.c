@@ -78,31 +78,6 @@ bool rx__curl_hedgeable(const char *m, bool http)
 
 /* ---- the estimate ---------------------------------------------------- */
 
-void rx__hedge_est_init(struct rx_hedge_est *e)
-{
-	(void)rx_p2_init(&e->p95, 0.95);
-}
-
-void rx__hedge_est_add(struct rx_hedge_est *e, uint64_t us)
-{
-	rx_p2_add(&e->p95, (double)us);
-}
-
-uint64_t rx__hedge_est_delay_ns(const struct rx_hedge_est *e,
-				uint64_t fixed_ms)
-{
-	double v;
-
-	if (fixed_ms > 0)
-		return fixed_ms * RX_NS_PER_MS;
-	if (rx_p2_count(&e->p95) < RX_HEDGE_MIN_SAMPLES)
-		return 0;
-	v = rx_p2_value(&e->p95);
-	if (!(v >= 1000.0))
-		return RX_NS_PER_MS;
-	return (uint64_t)(v * 1000.0);
-}
-
 /* Keys with an estimate; more keys are hedged only with a fixed delay. */
 #define KEYS 256
 
