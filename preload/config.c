@@ -160,17 +160,6 @@ static const struct var vars[] = {
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
 /*
- * Names docs/design.md reserves for policies and features this version does
- * not implement yet. Setting one is not a typo, but it does nothing, and
- * the user should hear so.
- */
-/* clang-format off */
-static const char *const reserved[] = {
-	"RESILIX_HEDGE",
-	"RESILIX_HEDGE_DELAY_MS",
-};
-
-/*
  * Names that belong to the build and test tooling (exported by `make
  * check` to every test program) and to resilix-run (RESILIX_SO), not to
  * the shim: silently ignored, so a test's stderr is not polluted by
@@ -620,9 +609,9 @@ static void report_stray(const char *entry, rx_config_report_fn report,
 	quote(name, sizeof(name), entry);
 	if (n < strlen(name))
 		name[n] = '\0';
-	if (in_list(entry, reserved, sizeof(reserved) / sizeof(reserved[0])))
+	if (entry[n] != '=') /* only execve can make one: no value at all */
 		snprintf(msg, sizeof(msg),
-			 "%s is not supported by this version of resilix; "
+			 "%s is in the environment without '=' (no value); "
 			 "ignored",
 			 name);
 	else

@@ -1,9 +1,10 @@
 /*
  * preload/config_policy.c - the variables of the policies beyond the
- * breaker and the limiter: bulkhead, rate limiter, throttler and retry
- * (config_policy.h; ADR-463), and a process's criticality and tenant on
- * shared keys (ADR-487 to ADR-489). config.c walks the environment and
- * reports; this file says, for its own table, what a value means.
+ * breaker and the limiter: bulkhead, rate limiter, throttler, retry and
+ * hedging (config_policy.h; ADR-463), and a process's criticality and
+ * tenant on shared keys (ADR-487 to ADR-489). config.c walks the
+ * environment and reports; this file says, for its own table, what a
+ * value means.
  *
  * Each policy is off unless its variable is set (docs/design.md section
  * 2): RESILIX_BULKHEAD, RESILIX_RATE and RESILIX_THROTTLE_K turn one on;
@@ -42,6 +43,10 @@ static const struct rx__pvar pvars[RX__PVAR_COUNT] = {
      "integer milliseconds 1..60000, at most RESILIX_RETRY_MAX_MS"},
     {"RESILIX_RETRY_MAX_MS", P_RETRY_MAX_MS, 1, 600000,
      "integer milliseconds 1..600000, at least RESILIX_RETRY_BASE_MS"},
+    {"RESILIX_HEDGE", P_HEDGE, 0, 1, "0 (off) or 1 (hedge GET and HEAD)"},
+    {"RESILIX_HEDGE_DELAY_MS", P_HEDGE_DELAY_MS, 1, 600000,
+     "integer milliseconds 1..600000; unset = the key's p95 of time to "
+     "first byte"},
     /* Shared keys only (ADR-487 to ADR-489). */
     {"RESILIX_CRITICALITY", P_CRITICALITY, 0, 0,
      "critical, degraded, best_effort or bulk"},
@@ -185,6 +190,12 @@ bool rx__pvar_parse(struct rx_config *cfg, size_t i, const char *value)
 	case P_RETRY_MAX_MS:
 		cfg->retry.max_ms = u;
 		break;
+	case P_HEDGE:
+		cfg->hedge = u == 1;
+		break;
+	case P_HEDGE_DELAY_MS:
+		cfg->hedge_delay_ms = u;
+		break;
 	default:
 		return false;
 	}
@@ -239,6 +250,9 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen)
 	if (seen[P_THROTTLE_PERIOD_MS] && !cfg->guard.throttler_on)
 		return "RESILIX_THROTTLE_PERIOD_MS is set without "
 		       "RESILIX_THROTTLE_K; ignored (no throttler)";
+	if (seen[P_HEDGE_DELAY_MS] && !cfg->hedge)
+		return "RESILIX_HEDGE_DELAY_MS is set without RESILIX_HEDGE=1; "
+		       "ignored (no hedging)";
 	return NULL;
 }
 
@@ -306,6 +320,14 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		break;
 	case P_RETRY_MAX_MS:
 		u = cfg->retry.max_ms;
+		break;
+	case P_HEDGE:
+		u = cfg->hedge ? 1 : 0;
+		break;
+	case P_HEDGE_DELAY_MS:
+		if (cfg->hedge_delay_ms == 0)
+			s = "unset (the key's p95 of time to first byte)";
+		u = cfg->hedge_delay_ms;
 		break;
 	case P_CRITICALITY:
 		s = rx_bucket_name((enum rx_criticality_bucket)cfg->criticality);

@@ -1,7 +1,7 @@
 /*
  * preload/config_policy.h - the environment variables of the bulkhead,
- * the rate limiter, the throttler, retry, and a process's criticality
- * and tenant (config_policy.c),
+ * the rate limiter, the throttler, retry and hedging, and a process's
+ * criticality and tenant (config_policy.c),
  * for config.c's parser, which walks the environment and reports what
  * these functions decide (ADR-463). Pure: no clock, no I/O, no
  * allocation, no global state; thread-safe.
@@ -26,6 +26,8 @@ enum rx__pfield {
 	P_RETRY_BUDGET,
 	P_RETRY_BASE_MS,
 	P_RETRY_MAX_MS,
+	P_HEDGE,
+	P_HEDGE_DELAY_MS,
 	P_CRITICALITY,
 	P_TENANT,
 	RX__PVAR_COUNT

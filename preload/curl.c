@@ -90,6 +90,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "curl_hedge.h"
 #include "curl_layer.h"
 #include "curl_retry.h"
 #include "admit.h"
@@ -404,6 +405,7 @@ static void forget_handle(const void *h)
 
 static void state_clear(struct handle_state *st)
 {
+	rx__curl_hedge_forget(st->handle); /* curl_easy_reset */
 	st->url_ok = false;
 	st->curlu = false;
 	st->unix_socket = false;
@@ -753,14 +755,6 @@ static bool is_http(const struct handle_state *st)
 	       strcmp(st->url.scheme, "https") == 0;
 }
 
-/* Safe to repeat (RFC 9110 section 9.2.2), for retries (ADR-467). */
-static bool idempotent(const char *m)
-{
-	return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 ||
-	       strcmp(m, "OPTIONS") == 0 || strcmp(m, "PUT") == 0 ||
-	       strcmp(m, "DELETE") == 0;
-}
-
 /* ------------------------------------------------------------------------
  * The wrappers.
  * ---------------------------------------------------------------------- */
@@ -881,6 +875,7 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 	    !rx__reentered()) {
 		int saved = errno;
 
+		rx__curl_hedge_forget(h);
 		forget_handle(h);
 		errno = saved;
 	}
@@ -895,6 +890,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	struct handle_state *st;
 	char key[RX_KEY_MAX + 1];
 	struct rx_guard *g;
+	void *ih = h; /* whose CURLINFO describes the transfer (ADR-472) */
 	rx_curl_off_t ttfb_us = 0;
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
 	enum rx_verdict v;
@@ -906,6 +902,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	bind_real();
 	if (!real.perform)
 		return RX_CURLE_FAILED_INIT;
+	rx__curl_hedge_forget(h); /* its CURLINFO is its own again */
 	/* A perform from inside another one's callback is libcurl's to
 	 * refuse (CURLE_RECURSIVE_API_CALL), not ours to count. */
 	if (rx__curl_active || !guarding())
@@ -942,13 +939,16 @@ RX_EXPORT int curl_easy_perform(void *h)
 
 	rx__curl_active = 1;
 	astart = start;
-	if (rx__retry_on()) { /* inside the one admission (ADR-467) */
+	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
 		struct rx_curl_transfer t = {
-		    h, &st->cb, idempotent(method_of(st)), is_http(st), g, key,
-		    start, start, 0, real.perform, real.setopt, real.getinfo};
+		    h, &st->cb, rx__curl_idempotent(method_of(st)), is_http(st),
+		    g, key, start, start, 0, real.perform, real.setopt,
+		    real.getinfo, rx__curl_hedgeable(method_of(st), is_http(st)),
+		    st->errbuf, real.duphandle, real.cleanup, NULL};
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;
+		ih = rx__curl_hedge_keep(h, t.info, real.cleanup);
 	} else {
 		rc = real.perform(h);
 	}
@@ -958,10 +958,10 @@ RX_EXPORT int curl_easy_perform(void *h)
 	rx__inside = 1;
 	end = rx__now_ns();
 	if (real.getinfo) {
-		if (real.getinfo(h, RX_CURLINFO_RESPONSE_CODE, &status) !=
+		if (real.getinfo(ih, RX_CURLINFO_RESPONSE_CODE, &status) !=
 		    RX_CURLE_OK)
 			status = 0;
-		if (real.getinfo(h, RX_CURLINFO_STARTTRANSFER_TIME_T,
+		if (real.getinfo(ih, RX_CURLINFO_STARTTRANSFER_TIME_T,
 				 &ttfb_us) != RX_CURLE_OK)
 			ttfb_us = 0;
 	}

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "curl_abi.h"
+#include "curl_hedge.h"
 #include "curl_layer.h"
 #include "curl_retry.h"
 #include "log.h"
@@ -134,8 +135,7 @@ static bool grant(struct attempt *a, const char *why)
 	return ok;
 }
 
-/* Parse "HTTP/x[.y] NNN" into its status, else 0. */
-static long status_of(const char *p, size_t n)
+long rx__curl_status_line(const char *p, size_t n)
 {
 	size_t i = 5;
 
@@ -201,7 +201,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 	struct attempt *a = ud;
 	const struct rx_curl_cb *cb = a->t->cb;
 	size_t n = size * nmemb;
-	long s = status_of(p, n);
+	long s = rx__curl_status_line(p, n);
 
 	if (s > 0) {
 		/* A new response: interim ones (1xx) reach the program. */
@@ -245,6 +245,9 @@ static void restore(const struct rx_curl_transfer *t, bool timeout_changed)
 int rx__curl_retry_perform(struct rx_curl_transfer *t)
 {
 	struct attempt a;
+	/* What a hedged race forwards its winner's bytes to: these. */
+	const struct rx_curl_cb fwd = {(void *)on_write, &a, (void *)on_header,
+				       &a, true, false, 0};
 	bool timeout_changed = false;
 	uint64_t now;
 	int rc;
@@ -270,7 +273,8 @@ int rx__curl_retry_perform(struct rx_curl_transfer *t)
 
 		a.withhold = a.retry = false;
 		t->attempt_start_ns = rx__now_ns();
-		rc = t->perform(t->h);
+		rc = t->hedge ? rx__curl_hedge_perform(t, &fwd)
+			      : t->perform(t->h);
 		t->attempts = a.n + 1;
 		if (a.retry) {
 			delay = a.delay_ns;

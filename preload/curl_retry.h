@@ -7,6 +7,7 @@
 #define RESILIX_PRELOAD_CURL_RETRY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "resilix.h"
@@ -29,6 +30,10 @@ bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p);
 /* rx__curl_cb_option - is @option one rx__curl_cb_learn records? */
 bool rx__curl_cb_option(int option);
 
+/* rx__curl_status_line - the status of header line @p (@n bytes) when it
+ * is a status line, "HTTP/x[.y] NNN", else 0. Pure, O(n). */
+long rx__curl_status_line(const char *p, size_t n);
+
 /* The real libcurl functions the retry needs (curl.c binds them). */
 typedef int (*rx_curl_perform_fn)(void *);
 typedef int (*rx_curl_setopt_fn)(void *, int, ...);
@@ -48,6 +53,14 @@ struct rx_curl_transfer {
 	rx_curl_perform_fn perform;
 	rx_curl_setopt_fn setopt;
 	rx_curl_getinfo_fn getinfo;
+	/* Hedging (curl_hedge.h, ADR-469): set by curl.c after the above. */
+	bool hedge;	     /* run each attempt as a hedged race */
+	char *errbuf;	     /* the program's CURLOPT_ERRORBUFFER, or NULL */
+	void *(*duphandle)(void *);
+	void (*cleanup)(void *);
+	void *info; /* out: the duplicate that won the last attempt, whose
+		       CURLINFO describes the transfer (curl.c frees it after
+		       reading it), or NULL: the program's handle's */
 };
 
 /*
@@ -60,7 +73,9 @@ struct rx_curl_transfer {
  * from the process's budget and must start before the deadline
  * (RESILIX_TIMEOUT_MS and CURLOPT_TIMEOUT(_MS), which each retry is given
  * only what is left of). Returns the CURLcode of the last attempt, whose
- * bytes alone the program got. Called with rx__inside clear and
+ * bytes alone the program got. With @t->hedge each attempt is a hedged
+ * race (rx__curl_hedge_perform), whose winner's bytes alone reach these
+ * wrapped callbacks. Called with rx__inside clear and
  * rx__curl_active set.
  */
 int rx__curl_retry_perform(struct rx_curl_transfer *t);

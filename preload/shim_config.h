@@ -113,6 +113,10 @@ struct rx_config {
 	struct rx_retry_config retry; /* RESILIX_RETRY_ATTEMPTS (1 = off),
 					 _BASE_MS, _MAX_MS */
 	struct rx_retry_budget_config budget; /* RESILIX_RETRY_BUDGET */
+	/* Hedging of libcurl GET and HEAD (curl_hedge.c, ADR-469). */
+	bool hedge;		 /* RESILIX_HEDGE=1; false = off */
+	uint64_t hedge_delay_ms; /* RESILIX_HEDGE_DELAY_MS; 0 = the key's
+				    measured p95 of time to first byte */
 };
 
 /* What a diagnostic is. */

@@ -39,6 +39,7 @@ closefrom
 connect
 curl_easy_cleanup
 curl_easy_duphandle
+curl_easy_getinfo
 curl_easy_init
 curl_easy_perform
 curl_easy_reset

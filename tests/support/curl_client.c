@@ -31,6 +31,8 @@
  *   --maxfilesize N CURLOPT_MAXFILESIZE_LARGE (a curl_off_t option)
  *   --cainfo-blob F trust the certificate in F, passed in memory with
  *                   CURLOPT_CAINFO_BLOB (a blob option)
+ *   --print-body    the write callback copies the body to stdout (before
+ *                   the transfer's line; serial transfers only)
  *   --refuse-body   the write callback takes no byte of the body, so a
  *                   transfer whose answer has one ends in
  *                   CURLE_WRITE_ERROR after its status came
@@ -73,6 +75,7 @@ static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
 static int insecure, use_errbuf, fresh, dup_mode, reset_mode, refuse_body;
+static int print_body;
 static long timeout_ms = 10000;
 static curl_off_t maxfilesize = -1;
 static const char *unix_path;
@@ -93,8 +96,9 @@ static uint64_t now_us(void)
 
 static size_t discard(char *p, size_t size, size_t n, void *arg)
 {
-	(void)p;
 	(void)arg;
+	if (print_body && !refuse_body)
+		return fwrite(p, size, n, stdout);
 	return refuse_body ? 0 : size * n;
 }
 
@@ -364,7 +368,7 @@ static int usage(void)
 			"[--requests N] [--parallel N] [--method M] "
 			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
-			"[--cainfo-blob FILE] [--refuse-body] "
+			"[--cainfo-blob FILE] [--refuse-body] [--print-body] "
 			"[--unix-socket PATH | --abstract-unix-socket NAME] "
 			"[--unix-until K] URL...\n");
 	return 2;
@@ -391,6 +395,8 @@ int main(int argc, char **argv)
 			reset_mode = 1;
 		else if (strcmp(o, "--refuse-body") == 0)
 			refuse_body = 1;
+		else if (strcmp(o, "--print-body") == 0)
+			print_body = 1;
 		else if (!v)
 			return usage();
 		else if (strcmp(o, "--mode") == 0)
