@@ -132,6 +132,23 @@ rx_assert_eq "typo: stderr lines" 1 "$(wc -l <"$RX_TMP/typo.err" | tr -d ' ')"
 rx_assert_grep "typo: the warning names the variable" RESILIX_OPEN_MSS \
 	"$RX_TMP/typo.err"
 
+# An entry without '=' (only execve makes one) is said to have no value,
+# not called a typo of a variable it names exactly.
+if [ -z "$RESILIX_SANITIZE_RUNTIME" ] && rx_usable python3; then
+	python3 - "$RESILIX_SO" "$data" >"$RX_TMP/noeq.out" 2>"$RX_TMP/noeq.err" <<'PY' ||
+import ctypes, sys
+so, path = (a.encode() for a in sys.argv[1:3])
+arr = ctypes.c_char_p * 3
+ctypes.CDLL(None).execve(b"/bin/cat", arr(b"cat", path, None),
+                         arr(b"LD_PRELOAD=" + so, b"RESILIX_OPEN_MS", None))
+sys.exit(99)
+PY
+		rx_fail "no '=': exit status $?"
+	cmp -s "$data" "$RX_TMP/noeq.out" || rx_fail "no '=': output differs"
+	rx_assert_grep "no '=': said to have no value" \
+		"RESILIX_OPEN_MS is in the environment without '='" "$RX_TMP/noeq.err"
+fi
+
 # Disabled: silent, and still correct.
 rx_shim RESILIX_DISABLE=1 cat "$data" >"$RX_TMP/off.out" \
 	2>"$RX_TMP/off.err" || rx_fail "disabled: exit status $?"
