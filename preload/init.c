@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -142,12 +143,18 @@ static void start_failed(const char *what, int code)
  * process-wide "curl_easy_perform" too, which no libc, libcurl or other
  * socket interposer does.
  */
+extern __typeof(connect) rx__connect_self; /* socket.c */
+
 static bool another_copy_first(void)
 {
 	Dl_info mine, first, curl;
 	const char *a, *b;
 	void *sym = dlsym(RTLD_DEFAULT, "connect"), *perform;
 
+	/* The usual case, this copy first: no dladdr (each walks every
+	 * loaded object) is needed to tell. */
+	if (sym == (void *)rx__connect_self)
+		return false;
 	if (sym == NULL || !dladdr((void *)another_copy_first, &mine) ||
 	    !dladdr(sym, &first) || first.dli_fbase == mine.dli_fbase ||
 	    first.dli_fname == NULL || mine.dli_fname == NULL)
@@ -220,6 +227,10 @@ static int init_once(void)
 			rx__admit_registry_lock(), rx__admit_guard_locks());
 	/* Debug, not info: a shell script under the shim starts many
 	 * processes, and info is for what the breakers do. */
+	/* Formatted only when written: the two rates alone cost more than
+	 * the rest of a quiet start-up's logging (ADR-530). */
+	if (!rx__log_enabled(RX_LOG_DEBUG))
+		return RX_INIT_READY;
 	b = &rx__cfg.guard.breaker;
 	rx__log(RX_LOG_DEBUG,
 		"event=start failure_rate=%s slow_call_rate=%s "
