@@ -836,19 +836,14 @@ enum rx_op_decision rx__write_begin(struct rx_op *op, int fd, int flags,
 		 * exchange, never refused, never half-sent (ADR-191). */
 		if (!rx__proto_starts(&e->proto, iov, iovcnt))
 			goto idle;
-		if (!rx__fd_still_ours(fd, e)) {
-			/* The socket is gone; the number is another file's
-			 * now: never refuse a write to it (ADR-190). */
-			int saved = errno;
-
-			rx__fd_forget_stale(
-			    fd, e,
-			    atomic_load_explicit(&e->epoch,
-						 memory_order_relaxed));
-			errno = saved;
+		/* A number that is another file's now is never refused a
+		 * write (ADR-190): proven without a system call while no
+		 * close went unseen; checked before a refusal (ADR-500). */
+		if (!rx__fd_vouched(fd, e, true))
 			goto pass;
-		}
 		if (!start_call(op)) {
+			if (!rx__fd_vouched(fd, e, false))
+				goto pass;
 			rx__call_refused(fd, e); /* ADR-411 */
 			rx__inside = 0;
 			return RX_OP_REFUSE;

@@ -57,6 +57,8 @@ _Atomic uint32_t *rx__fd_map;
 struct rx_fd *rx__fd_pool;
 struct rx_fd_wide *rx__fd_wide_pool;
 _Atomic uint32_t rx__fd_capacity;
+_Atomic uint32_t rx__fd_doubt;
+_Atomic uint32_t *rx__fd_proven;
 
 struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
 
@@ -67,7 +69,7 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 {
 	struct rlimit rl;
 	uint64_t want = 1024;
-	size_t map_bytes, pool_bytes, wide_bytes;
+	size_t map_bytes, pool_bytes, wide_bytes, proven_bytes;
 	void *p;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -88,9 +90,10 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	pool_bytes = ((size_t)want + 1) * sizeof(struct rx_fd);
 	/* The wide protocol slots follow the records (ADR-408). */
 	wide_bytes = ((size_t)want + 1) * sizeof(struct rx_fd_wide);
-	p = mmap(NULL, map_bytes + pool_bytes + wide_bytes,
-		 PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Then each record's proof (ADR-500). */
+	proven_bytes = ((size_t)want + 1) * sizeof(uint32_t);
+	p = mmap(NULL, map_bytes + pool_bytes + wide_bytes + proven_bytes,
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	end_hook = end;
@@ -98,6 +101,8 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	rx__fd_pool = (struct rx_fd *)((char *)p + map_bytes);
 	rx__fd_wide_pool =
 	    (struct rx_fd_wide *)((char *)p + map_bytes + pool_bytes);
+	rx__fd_proven = (_Atomic uint32_t *)((char *)p + map_bytes +
+					     pool_bytes + wide_bytes);
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
 			      memory_order_release);
 	return 0;
@@ -268,6 +273,29 @@ bool rx__fd_still_ours(int fd, struct rx_fd *e)
 	return same;
 }
 
+bool rx__fd_vouched(int fd, struct rx_fd *e, bool cheap)
+{
+	/* Read before the fstat: a close unseen while it runs is doubt the
+	 * next check sees. */
+	uint32_t d = atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed);
+	int saved;
+
+	if (cheap && atomic_load_explicit(&rx__fd_proven[e - rx__fd_pool],
+					  memory_order_relaxed) == d)
+		return true;
+	if (rx__fd_still_ours(fd, e)) {
+		atomic_store_explicit(&rx__fd_proven[e - rx__fd_pool], d,
+				      memory_order_relaxed);
+		return true;
+	}
+	/* The socket is gone; the number is another file's now (ADR-190). */
+	saved = errno;
+	rx__fd_forget_stale(
+	    fd, e, atomic_load_explicit(&e->epoch, memory_order_relaxed));
+	errno = saved;
+	return false;
+}
+
 /* ------------------------------------------------------------------------
  * The record's life.
  * ---------------------------------------------------------------------- */
@@ -314,6 +342,11 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
 	if (!e)
 		e = rx__fd_attach(fd);
 	if (e) {
+		/* The caller's fstat just saw the socket (ADR-500). */
+		atomic_store_explicit(
+		    &rx__fd_proven[e - rx__fd_pool],
+		    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed),
+		    memory_order_relaxed);
 		atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
 		atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
 	}
@@ -330,8 +363,14 @@ static struct rx_fd *entry_of(int fd)
 {
 	struct rx_fd *e = rx__fd_get(fd);
 
-	if (!e || rx__reentered() || !rx__owner())
+	if (!e)
 		return NULL;
+	if (rx__reentered() || !rx__owner()) {
+		/* A tracked number closed or replaced unforgotten: no record
+		 * is proven to hold its socket any more (ADR-500). */
+		rx__fd_doubt_raise();
+		return NULL;
+	}
 	return e;
 }
 

@@ -96,6 +96,13 @@ struct rx_fd_wide {
 } __attribute__((aligned(RX_PROTO_WIDE_BYTES)));
 extern struct rx_fd_wide *rx__fd_wide_pool RX_HIDDEN;
 
+/* Per record: the value of rx__fd_doubt when its number was last seen to
+ * hold the socket (fstat at connect, or a later check): while the two
+ * agree, no close of a tracked number went unseen since, and the number
+ * still holds it without a system call (ADR-500). Beside the records: a
+ * record has no byte to spare. */
+extern _Atomic uint32_t *rx__fd_proven RX_HIDDEN;
+
 /* Per fd: its record's index, or 0. */
 extern _Atomic uint32_t *rx__fd_map RX_HIDDEN;
 /* Records 1..capacity (0 unused). */
@@ -136,7 +143,8 @@ static inline struct rx_fd *rx__fd_get(int fd)
 static inline void *rx__fd_proto_wide(struct rx_proto_state *st)
 {
 	struct rx_fd *e =
-	    (struct rx_fd *)(void *)((char *)st - offsetof(struct rx_fd, proto));
+	    (struct rx_fd *)(void *)((char *)st -
+				     offsetof(struct rx_fd, proto));
 
 	return rx__fd_wide_pool[e - rx__fd_pool].bytes;
 }
@@ -241,6 +249,31 @@ bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino);
 /* rx__fd_still_ours - does @fd still hold the socket @e connected
  * (ADR-190)? Preserves errno. One fstat. */
 bool rx__fd_still_ours(int fd, struct rx_fd *e);
+
+/*
+ * rx__fd_doubt - bumped whenever a tracked number may have been closed
+ * where the table could not forget it (ADR-500): a close, dup2 or
+ * close_range the shim passed through because the thread was already
+ * inside it (a signal handler), a raw syscall(2) that renumbers fds, an
+ * fcloseall. Every other close of a tracked number is seen and forgets
+ * it first (ADR-142), so a record whose `proven` equals this still holds
+ * its socket. Async-signal-safe (one atomic add).
+ */
+extern _Atomic uint32_t rx__fd_doubt RX_HIDDEN;
+
+static inline void rx__fd_doubt_raise(void)
+{
+	atomic_fetch_add_explicit(&rx__fd_doubt, 1, memory_order_relaxed);
+}
+
+/*
+ * rx__fd_vouched - may the shim act on @fd as @e's socket? @cheap: true
+ * without a system call when no close went unseen since the number was
+ * last checked (ADR-500); otherwise - or with !@cheap - one fstat, as
+ * rx__fd_still_ours. A number that no longer holds the socket is unmapped
+ * from @e (rx__fd_forget_stale) and false returned. Preserves errno.
+ */
+bool rx__fd_vouched(int fd, struct rx_fd *e, bool cheap);
 
 /* rx__fd_unmap - @fd stops mapping to its record (only to @only, when not
  * NULL); the last number of a record ends it (the end hook) and frees it.

@@ -46,6 +46,8 @@ curl_easy_setopt
 dup
 dup2
 dup3
+fclose
+fcloseall
 fcntl
 fcntl64
 getaddrinfo
@@ -88,6 +90,7 @@ shutdown
 siglongjmp
 socket
 splice
+syscall
 write
 writev"
 
