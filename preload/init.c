@@ -122,6 +122,16 @@ static void report(void *arg, enum rx_config_diag kind, const char *name,
 		rx__log_plain(msg);
 }
 
+/* Count the findings of the silent first parse. */
+static void count_finding(void *arg, enum rx_config_diag kind,
+			  const char *name, const char *msg)
+{
+	(void)kind;
+	(void)name;
+	(void)msg;
+	++*(unsigned *)arg;
+}
+
 static void start_failed(const char *what, int code)
 {
 	char line[256];
@@ -175,6 +185,7 @@ static int init_once(void)
 	const struct rx_breaker_config *b;
 	const char *what = "";
 	char fr[8], sr[8];
+	unsigned findings = 0;
 	int rc;
 
 	rx__symbols_resolve();
@@ -185,7 +196,8 @@ static int init_once(void)
 	 * environment or opening a file it names (ADR-146). */
 	if (getauxval(AT_SECURE))
 		return RX_INIT_OFF;
-	if (rx_config_parse(&rx__cfg, environ, NULL, NULL) != 0) {
+	if (rx_config_parse(&rx__cfg, environ, count_finding, &findings) !=
+	    0) {
 		rx_config_parse(&rx__cfg, environ, report, &rs);
 		return RX_INIT_OFF;
 	}
@@ -198,8 +210,11 @@ static int init_once(void)
 		rx__log(RX_LOG_INFO, "event=second-copy action=pass-through");
 		return RX_INIT_OFF;
 	}
+	/* Parsed again, to print, only when there is something to print
+	 * (the log level that filters it is known only now; ADR-530). */
 	rs.level = rx__cfg.log_level;
-	rx_config_parse(&rx__cfg, environ, report, &rs);
+	if (findings > 0)
+		rx_config_parse(&rx__cfg, environ, report, &rs);
 	rx__log_setup(rx__cfg.log_level, rx__cfg.log_file);
 
 	if (rx__fdtable_init(rx__call_end_record) != 0) {
