@@ -32,44 +32,6 @@
 #define RX__NOINLINE
 #define RX__INLINE inline
 #define RX__UNLIKELY(x) (x)
-/*
- * rx__floor, rx__ceil - floor(3) and ceil(3) without libm: the policy core
- * and the shim link no libm at all (loading it costs every process under
- * the shim a mapped object and its relocations, ADR-530). Exact for every
- * finite double: below 2^52 in magnitude truncation through int64_t is
- * exact and one step corrects it; from 2^52 up every double is already an
- * integer and is returned, as are infinities and NaN. The sign of a zero
- * result is not kept (-0.5 gives +0.0 from rx__ceil), which no caller can
- * tell from -0.0 in a comparison. Pure; thread-safe.
- */
-static inline double rx__floor(double v)
-{
-	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
-		return v;
-	double t = (double)(int64_t)v;
-	return t > v ? t - 1.0 : t;
-}
-
-static inline double rx__ceil(double v)
-{
-	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
-		return v;
-	double t = (double)(int64_t)v;
-	return t < v ? t + 1.0 : t;
-}
-
-/* The lesser and the greater of two doubles, a NaN losing to a number as
- * with fmin(3) and fmax(3). */
-static inline double rx__fmin(double a, double b)
-{
-	return (a < b || b != b) ? a : b;
-}
-
-static inline double rx__fmax(double a, double b)
-{
-	return (a > b || b != b) ? a : b;
-}
-
 #endif
 
 /* a + b, or UINT64_MAX when the sum does not fit. */
@@ -100,44 +62,6 @@ static inline uint64_t rx__sat_mul(uint64_t a, uint64_t b)
 	if (a != 0 && b > UINT64_MAX / a)
 		return UINT64_MAX;
 	return a * b;
-/*
- * rx__floor, rx__ceil - floor(3) and ceil(3) without libm: the policy core
- * and the shim link no libm at all (loading it costs every process under
- * the shim a mapped object and its relocations, ADR-530). Exact for every
- * finite double: below 2^52 in magnitude truncation through int64_t is
- * exact and one step corrects it; from 2^52 up every double is already an
- * integer and is returned, as are infinities and NaN. The sign of a zero
- * result is not kept (-0.5 gives +0.0 from rx__ceil), which no caller can
- * tell from -0.0 in a comparison. Pure; thread-safe.
- */
-static inline double rx__floor(double v)
-{
-	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
-		return v;
-	double t = (double)(int64_t)v;
-	return t > v ? t - 1.0 : t;
-}
-
-static inline double rx__ceil(double v)
-{
-	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
-		return v;
-	double t = (double)(int64_t)v;
-	return t < v ? t + 1.0 : t;
-}
-
-/* The lesser and the greater of two doubles, a NaN losing to a number as
- * with fmin(3) and fmax(3). */
-static inline double rx__fmin(double a, double b)
-{
-	return (a < b || b != b) ? a : b;
-}
-
-static inline double rx__fmax(double a, double b)
-{
-	return (a > b || b != b) ? a : b;
-}
-
 #endif
 }
 
@@ -190,9 +114,10 @@ static inline uint64_t rx__clock_peek(uint64_t last, uint64_t now_ns)
  * the shim a mapped object and its relocations, ADR-530). Exact for every
  * finite double: below 2^52 in magnitude truncation through int64_t is
  * exact and one step corrects it; from 2^52 up every double is already an
- * integer and is returned, as are infinities and NaN. The sign of a zero
- * result is not kept (-0.5 gives +0.0 from rx__ceil), which no caller can
- * tell from -0.0 in a comparison. Pure; thread-safe.
+ * integer and is returned, as are infinities and NaN. rx__ceil is
+ * -rx__floor(-v). The sign of a zero result may differ from libm's
+ * (-0.5 floors to -1.0 but 0.5 ... -0.9 truncate to +0.0), which no
+ * comparison can tell. Pure; thread-safe.
  */
 static inline double rx__floor(double v)
 {
@@ -204,10 +129,7 @@ static inline double rx__floor(double v)
 
 static inline double rx__ceil(double v)
 {
-	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
-		return v;
-	double t = (double)(int64_t)v;
-	return t < v ? t + 1.0 : t;
+	return -rx__floor(-v);
 }
 
 /* The lesser and the greater of two doubles, a NaN losing to a number as
