@@ -968,11 +968,7 @@ bool rx_config_value(const struct rx_config *cfg, size_t i, char *buf,
 		 * caller falls back to the text that was set. */
 		return false;
 	}
-	if (s)
-		snprintf(buf, size, "%s", s);
-	else
-		snprintf(buf, size, "%llu", (unsigned long long)u);
-	return true;
+	return rx__value_text(buf, size, s, u);
 rate:
 	format_rate(buf, size, r);
 	return true;

@@ -268,6 +268,15 @@ void rx__micro_text(char *buf, size_t size, uint64_t u)
 		buf[--n] = '\0';
 }
 
+bool rx__value_text(char *buf, size_t size, const char *s, uint64_t u)
+{
+	if (s)
+		snprintf(buf, size, "%s", s);
+	else
+		snprintf(buf, size, "%llu", (unsigned long long)u);
+	return true;
+}
+
 bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		    size_t size)
 {
@@ -338,9 +347,5 @@ bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 	default:
 		return false;
 	}
-	if (s)
-		snprintf(buf, size, "%s", s);
-	else
-		snprintf(buf, size, "%llu", (unsigned long long)u);
-	return true;
+	return rx__value_text(buf, size, s, u);
 }

@@ -71,6 +71,11 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen);
 bool rx__pvar_value(const struct rx_config *cfg, size_t i, char *buf,
 		    size_t size);
 
+/* rx__value_text - the closing step of a variable's shown value: @s when
+ * not NULL, else @u in decimal, into @buf (@size > 0 bytes, truncated as
+ * snprintf does). Returns true. Reentrant; no allocation. */
+bool rx__value_text(char *buf, size_t size, const char *s, uint64_t u);
+
 /* rx__micro_text - @u millionths as a decimal into @buf (@size bytes),
  * without trailing zeros: "2", "1.5", "0.125". Locale-free, no
  * allocation, thread-safe. */

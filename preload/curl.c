@@ -159,23 +159,8 @@ static const char *const sonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4",
 
 static void *lookup(const char *name, void *ours)
 {
-	void *f = dlsym(RTLD_NEXT, name);
-	size_t i;
-
-	if (f && f != ours)
-		return f;
-	for (i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++) {
-		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (!lib)
-			continue;
-		f = dlsym(lib, name);
-		/* The reference RTLD_NOLOAD took is kept: libcurl stays
-		 * loaded while we hold pointers into it. */
-		if (f && f != ours)
-			return f;
-	}
-	return NULL;
+	return rx__symbol_real(name, ours, sonames,
+			       sizeof(sonames) / sizeof(sonames[0]));
 }
 
 static void bind_all(void)

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -121,6 +122,16 @@ static void report(void *arg, enum rx_config_diag kind, const char *name,
 		rx__log_plain(msg);
 }
 
+/* Count the findings of the silent first parse. */
+static void count_finding(void *arg, enum rx_config_diag kind,
+			  const char *name, const char *msg)
+{
+	(void)kind;
+	(void)name;
+	(void)msg;
+	++*(unsigned *)arg;
+}
+
 static void start_failed(const char *what, int code)
 {
 	char line[256];
@@ -142,12 +153,18 @@ static void start_failed(const char *what, int code)
  * process-wide "curl_easy_perform" too, which no libc, libcurl or other
  * socket interposer does.
  */
+extern __typeof(connect) rx__connect_self; /* socket.c */
+
 static bool another_copy_first(void)
 {
 	Dl_info mine, first, curl;
 	const char *a, *b;
 	void *sym = dlsym(RTLD_DEFAULT, "connect"), *perform;
 
+	/* The usual case, this copy first: no dladdr (each walks every
+	 * loaded object) is needed to tell. */
+	if (sym == (void *)rx__connect_self)
+		return false;
 	if (sym == NULL || !dladdr((void *)another_copy_first, &mine) ||
 	    !dladdr(sym, &first) || first.dli_fbase == mine.dli_fbase ||
 	    first.dli_fname == NULL || mine.dli_fname == NULL)
@@ -168,6 +185,7 @@ static int init_once(void)
 	const struct rx_breaker_config *b;
 	const char *what = "";
 	char fr[8], sr[8];
+	unsigned findings = 0;
 	int rc;
 
 	rx__symbols_resolve();
@@ -178,7 +196,8 @@ static int init_once(void)
 	 * environment or opening a file it names (ADR-146). */
 	if (getauxval(AT_SECURE))
 		return RX_INIT_OFF;
-	if (rx_config_parse(&rx__cfg, environ, NULL, NULL) != 0) {
+	if (rx_config_parse(&rx__cfg, environ, count_finding, &findings) !=
+	    0) {
 		rx_config_parse(&rx__cfg, environ, report, &rs);
 		return RX_INIT_OFF;
 	}
@@ -191,8 +210,11 @@ static int init_once(void)
 		rx__log(RX_LOG_INFO, "event=second-copy action=pass-through");
 		return RX_INIT_OFF;
 	}
+	/* Parsed again, to print, only when there is something to print
+	 * (the log level that filters it is known only now; ADR-530). */
 	rs.level = rx__cfg.log_level;
-	rx_config_parse(&rx__cfg, environ, report, &rs);
+	if (findings > 0)
+		rx_config_parse(&rx__cfg, environ, report, &rs);
 	rx__log_setup(rx__cfg.log_level, rx__cfg.log_file);
 
 	if (rx__fdtable_init(rx__call_end_record) != 0) {
@@ -220,6 +242,10 @@ static int init_once(void)
 			rx__admit_registry_lock(), rx__admit_guard_locks());
 	/* Debug, not info: a shell script under the shim starts many
 	 * processes, and info is for what the breakers do. */
+	/* Formatted only when written: the two rates alone cost more than
+	 * the rest of a quiet start-up's logging (ADR-530). */
+	if (!rx__log_enabled(RX_LOG_DEBUG))
+		return RX_INIT_READY;
 	b = &rx__cfg.guard.breaker;
 	rx__log(RX_LOG_DEBUG,
 		"event=start failure_rate=%s slow_call_rate=%s "

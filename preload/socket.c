@@ -99,6 +99,12 @@ RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 	return do_connect(fd, RX_CSA(addr), len);
 }
 
+/* This copy's own connect, bound inside the library whatever the symbol
+ * search order says: init.c compares the process-wide "connect" with it
+ * (ADR-530). */
+extern __typeof(connect) rx__connect_self
+    __attribute__((alias("connect"), visibility("hidden")));
+
 RX_EXPORT int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
 	return do_connect(fd, RX_CSA(addr), len);

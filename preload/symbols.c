@@ -195,6 +195,26 @@ static inline __attribute__((always_inline)) bool bound(void)
 	return bind_slow(s);
 }
 
+void *rx__symbol_real(const char *name, void *ours,
+		      const char *const *sonames, size_t n)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	size_t i;
+
+	if (f && f != ours)
+		return f;
+	for (i = 0; i < n; i++) {
+		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+
+		if (!lib)
+			continue;
+		f = dlsym(lib, name); /* the reference is kept */
+		if (f && f != ours)
+			return f;
+	}
+	return NULL;
+}
+
 void rx__symbols_resolve(void)
 {
 	(void)bound();

@@ -21,6 +21,19 @@
 #include <sys/uio.h>
 #include <time.h>
 
+/*
+ * rx__symbol_real - the real @name of a library the shim wraps, never
+ * ours (@ours: our own definition, a hidden alias): dlsym(RTLD_NEXT)
+ * first; then, for a library a plugin dlopen'ed RTLD_LOCAL (RTLD_NEXT
+ * searches only the global scope), dlsym in each of @sonames[0..@n) that
+ * dlopen(RTLD_NOLOAD) finds loaded. The reference RTLD_NOLOAD takes is
+ * kept, so the library stays while the caller points into it. Returns
+ * NULL when no loaded object defines it. May set errno (dlsym's); not
+ * async-signal-safe (dlsym, dlopen); thread-safe.
+ */
+void *rx__symbol_real(const char *name, void *ours,
+		      const char *const *sonames, size_t n);
+
 /* rx__symbols_resolve - bind the table now (constructor). Idempotent. */
 void rx__symbols_resolve(void);
 

@@ -34,6 +34,7 @@
 #include "base.h"
 #include "fdtable.h"
 #include "runtime.h"
+#include "symbols.h"
 #include "tls.h"
 
 /* From GnuTLS 3.7's gnutls.h. */
@@ -92,15 +93,11 @@ SELF(gnutls_handshake);
 SELF(gnutls_bye);
 SELF(gnutls_deinit);
 
+static const char *const sonames[] = {"libgnutls.so.30"};
+
 static void *lookup(const char *name, void *ours)
 {
-	void *f = dlsym(RTLD_NEXT, name), *lib;
-
-	if (f && f != ours)
-		return f;
-	lib = dlopen("libgnutls.so.30", RTLD_LAZY | RTLD_NOLOAD);
-	f = lib ? dlsym(lib, name) : NULL; /* the reference is kept */
-	return f && f != ours ? f : NULL;
+	return rx__symbol_real(name, ours, sonames, 1);
 }
 
 #define BIND(field, name)                                                      \

@@ -34,6 +34,7 @@
 
 #include "base.h"
 #include "runtime.h"
+#include "symbols.h"
 #include "tls.h"
 
 /* From OpenSSL 3's ssl.h and tls1.h. */
@@ -115,22 +116,8 @@ static const char *const sonames[] = {"libssl.so.3", "libssl.so.1.1"};
 /* The real @name, never ours (@ours: our definition). */
 static void *lookup(const char *name, void *ours)
 {
-	void *f = dlsym(RTLD_NEXT, name);
-	size_t i;
-
-	if (f && f != ours)
-		return f;
-	for (i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++) {
-		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (!lib)
-			continue;
-		/* The reference is kept: libssl stays while we point in. */
-		f = dlsym(lib, name);
-		if (f && f != ours)
-			return f;
-	}
-	return NULL;
+	return rx__symbol_real(name, ours, sonames,
+			       sizeof(sonames) / sizeof(sonames[0]));
 }
 
 #define BIND(field, name)                                                      \

@@ -108,4 +108,40 @@ static inline uint64_t rx__clock_peek(uint64_t last, uint64_t now_ns)
 	return now_ns > last ? now_ns : last;
 }
 
+/*
+ * rx__floor, rx__ceil - floor(3) and ceil(3) without libm: the policy core
+ * and the shim link no libm at all (loading it costs every process under
+ * the shim a mapped object and its relocations, ADR-530). Exact for every
+ * finite double: below 2^52 in magnitude truncation through int64_t is
+ * exact and one step corrects it; from 2^52 up every double is already an
+ * integer and is returned, as are infinities and NaN. rx__ceil is
+ * -rx__floor(-v). The sign of a zero result may differ from libm's
+ * (-0.5 floors to -1.0 but 0.5 ... -0.9 truncate to +0.0), which no
+ * comparison can tell. Pure; thread-safe.
+ */
+static inline double rx__floor(double v)
+{
+	if (!(v > -4503599627370496.0 && v < 4503599627370496.0))
+		return v;
+	double t = (double)(int64_t)v;
+	return t > v ? t - 1.0 : t;
+}
+
+static inline double rx__ceil(double v)
+{
+	return -rx__floor(-v);
+}
+
+/* The lesser and the greater of two doubles, a NaN losing to a number as
+ * with fmin(3) and fmax(3). */
+static inline double rx__fmin(double a, double b)
+{
+	return (a < b || b != b) ? a : b;
+}
+
+static inline double rx__fmax(double a, double b)
+{
+	return (a > b || b != b) ? a : b;
+}
+
 #endif

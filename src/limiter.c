@@ -366,10 +366,15 @@ static void rebase(struct rx_limiter *l, double rtt)
 	l->baseline_resets = rx__sat_add(l->baseline_resets, 1);
 }
 
-/* max(1, floor(log10 L)) at every L. */
+/* max(1, floor(log10 L)) at every L: the powers of ten up to L counted
+ * (exact where log10 rounds, and no libm; L <= 1000000, at most 6 steps,
+ * bounded at 308 for any double). */
 static double vegas_f(double limit)
 {
-	double f = floor(log10(limit));
+	double f = 0.0;
+
+	for (double p = 10.0; p <= limit && f < 308.0; p *= 10.0)
+		f += 1.0;
 	return f < 1.0 ? 1.0 : f;
 }
 
@@ -385,7 +390,7 @@ static double vegas_update(struct rx_limiter *l, double rtt, bool *wants_less)
 		return limit; /* app-limited */
 
 	double f = vegas_f(limit);
-	double queue = ceil(limit * (1.0 - l->baseline_us / rtt));
+	double queue = rx__ceil(limit * (1.0 - l->baseline_us / rtt));
 	/* NCL's alpha = 3f and beta = 6f calls of queue are a sliver of a
 	 * large limit but most of a small one: at L = 8 they let the
 	 * upstream's latency reach 2.5 x. Below L = 18 the tolerated queue
@@ -418,7 +423,7 @@ static double aimd_update(struct rx_limiter *l, double rtt, bool *wants_less)
 		return limit;
 	if (rtt > l->cfg.rtt_tolerance * l->baseline_us) {
 		*wants_less = true;
-		return floor(limit * l->cfg.drop_backoff);
+		return rx__floor(limit * l->cfg.drop_backoff);
 	}
 	if ((double)l->window_peak * 2.0 >= limit)
 		return limit + 1.0;

@@ -79,10 +79,10 @@ static double linear(const struct rx_p2 *e, int i, int s)
 	if (isfinite(diff))
 		return a + t * diff;
 	v = (1.0 - t) * a + t * b;
-	if (v < fmin(a, b))
-		v = fmin(a, b);
-	if (v > fmax(a, b))
-		v = fmax(a, b);
+	if (v < rx__fmin(a, b))
+		v = rx__fmin(a, b);
+	if (v > rx__fmax(a, b))
+		v = rx__fmax(a, b);
 	return v;
 }
 
@@ -135,7 +135,7 @@ double rx_p2_value(const struct rx_p2 *e)
 
 	/* Exact: interpolate the sorted samples at rank p(n-1). */
 	double h = e->p * (double)(e->count - 1);
-	double lo = floor(h);
+	double lo = rx__floor(h);
 	int i = (int)lo;
 	double frac = h - lo;
 
