@@ -154,13 +154,12 @@ SELF(curl_easy_duphandle);
 
 /* Sonames a plugin may have dlopen'ed RTLD_LOCAL (Debian ships the
  * OpenSSL, GnuTLS and NSS builds under these). */
-static const char *const sonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4",
-				      "libcurl-nss.so.4"};
+const char *const rx__curl_sonames[RX_CURL_NSONAMES] = {
+    "libcurl.so.4", "libcurl-gnutls.so.4", "libcurl-nss.so.4"};
 
 static void *lookup(const char *name, void *ours)
 {
-	return rx__symbol_real(name, ours, sonames,
-			       sizeof(sonames) / sizeof(sonames[0]));
+	return rx__symbol_real(name, ours, rx__curl_sonames, RX_CURL_NSONAMES);
 }
 
 static void bind_all(void)

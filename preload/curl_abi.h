@@ -158,4 +158,11 @@ enum rx_curlcode {
 	RX_CURLE_UNRECOVERABLE_POLL = 99
 };
 
+/* The sonames libcurl ships under on Debian (the OpenSSL, GnuTLS and NSS
+ * builds), where a plugin may have dlopen'ed it RTLD_LOCAL: the list
+ * curl.c and this layer pass to rx__symbol_real (symbols.h);
+ * defined in curl.c. */
+#define RX_CURL_NSONAMES 3
+extern const char *const rx__curl_sonames[RX_CURL_NSONAMES];
+
 #endif

@@ -60,6 +60,7 @@
 #include "log.h"
 #include "retry.h"
 #include "runtime.h"
+#include "symbols.h"
 
 typedef size_t (*data_fn)(char *, size_t, size_t, void *);
 
@@ -180,18 +181,7 @@ static RX_TLS void *thread_multi;
 
 static void *lookup(const char *name)
 {
-	static const char *const sonames[] = {
-	    "libcurl.so.4", "libcurl-gnutls.so.4", "libcurl-nss.so.4"};
-	void *f = dlsym(RTLD_NEXT, name);
-	size_t i;
-
-	for (i = 0; !f && i < sizeof(sonames) / sizeof(sonames[0]); i++) {
-		void *lib = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (lib)
-			f = dlsym(lib, name); /* the reference is kept */
-	}
-	return f;
+	return rx__symbol_real(name, NULL, rx__curl_sonames, RX_CURL_NSONAMES);
 }
 
 static void drop_multi(void *multi)
@@ -272,15 +262,20 @@ void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
 	return dup;
 }
 
+RX_EXPORT int curl_easy_getinfo(void *h, int info, ...);
+extern __typeof__(curl_easy_getinfo) self_getinfo
+    __attribute__((alias("curl_easy_getinfo"), visibility("hidden")));
+
 static void bind_getinfo(void)
 {
 	int saved = errno;
 
-	*(void **)&real_getinfo = lookup("curl_easy_getinfo");
+	*(void **)&real_getinfo = rx__symbol_real(
+	    "curl_easy_getinfo", (void *)self_getinfo, rx__curl_sonames,
+	    RX_CURL_NSONAMES);
 	errno = saved;
 }
 
-RX_EXPORT int curl_easy_getinfo(void *h, int info, ...);
 RX_EXPORT int curl_easy_getinfo(void *h, int info, ...)
 {
 	va_list ap;
