@@ -965,6 +965,7 @@ static void drop_waiters(void *arg, const char *key, struct rx_guard *g)
 	(void)arg;
 	(void)key;
 	rx_guard_drop_waiters(g);
+	rx__fifo_drop(rx_registry_index(registry, g));
 }
 
 void rx__admit_after_fork_child(void)

@@ -74,3 +74,9 @@ void rx__fifo_leave(uint32_t slot, uint32_t place)
 		k->head++;
 	}
 }
+
+void rx__fifo_drop(uint32_t slot)
+{
+	if (lines)
+		lines[slot] = (struct key_line){0, 0, 0};
+}

@@ -33,4 +33,8 @@ bool rx__fifo_turn(uint32_t slot, uint32_t place);
  * interrupted, or moved to the limiter's queue). O(FIFO_MAX) at worst. */
 void rx__fifo_leave(uint32_t slot, uint32_t place);
 
+/* rx__fifo_drop - empty @slot's line: a forked child's, whose waiters
+ * did not come along. */
+void rx__fifo_drop(uint32_t slot);
+
 #endif
