@@ -27,15 +27,14 @@
  * the registry keeps a key with waiters anyway. Limit changes are logged
  * at info, at most one line per key per LIMIT_LOG_NS (ADR-138).
  *
- * Waiting for a token or a bulkhead slot (ADR-464). Where the rate
- * limiter or the bulkhead would queue a call, a blocking caller waits the
- * same way, bounded the same way, but holds no place: it sleeps until the
- * next token (or a settlement on the key, for a slot) and asks the whole
- * guard again, so a paced caller holds nothing while it waits. A token
- * that comes after the caller's deadline refuses it at once, with its
- * retry-after. A non-blocking caller is refused (rate-limited or
- * bulkhead-full) where it would wait.
- */
+ * Waiting for a token or a bulkhead slot (ADR-464, ADR-383). Where the
+ * rate limiter or the bulkhead would queue a call, a blocking caller waits
+ * the same way, bounded the same way, with a place in line (fifo.c) but
+ * none in the limiter: the head sleeps until the next token (or a
+ * settlement, for a slot) and asks the whole guard again; a blocking
+ * newcomer finding a line queues behind it. A token that comes after the
+ * head's deadline refuses it at once, with its retry-after. A
+ * non-blocking caller is refused where it would wait. */
 #include "config.h"
 
 #include <errno.h>
@@ -52,6 +51,7 @@
 #include "admit.h"
 #include "deadline.h"
 #include "errclass.h"
+#include "fifo.h"
 #include "interrupt.h"
 #include "log.h"
 #include "metrics.h"
@@ -209,13 +209,13 @@ static void dl_report(struct rx_guard *g, uint32_t slot, unsigned n,
 static RX_TLS struct {
 	struct rx_guard *g;
 	uint64_t place;
+	uint32_t line; /* its place in the token/slot line (fifo.c) */
 } waiting;
 
-/* End this thread's place at @g (@refused: counted as a limiter-full
- * refusal). The caller holds @g's lock @l; forgetting the place under it
- * keeps rx__jumped from ending it a second time. Then wake the queue. */
 /* The place of a caller waiting for a token or a bulkhead slot, which
- * holds no place in the limiter's queue. */
+ * holds no place in the limiter's queue. End this thread's place at @g
+ * (@refused: counted as a limiter-full refusal) under @g's lock @l, so
+ * rx__jumped does not end it a second time. Then wake the queue. */
 #define PLACE_NONE UINT64_MAX
 
 static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
@@ -225,9 +225,10 @@ static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
 
 	waiting.g = NULL;
 	mark_begin(&m, g);
-	if (place == PLACE_NONE)
+	if (place == PLACE_NONE) {
 		rx_guard_wait_end(g, RX_REASON_NONE);
-	else
+		rx__fifo_leave(rx_registry_index(registry, g), waiting.line);
+	} else
 		rx_guard_cancel_wait(g, place, refused);
 	mark_end(&m, g);
 	rx__unlock(l);
@@ -436,18 +437,21 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 	struct rx_lock *l = guard_lock(g);
 	uint64_t start = *now, deadline = wait_deadline(*now, fd);
 	uint64_t place = 0, wake;
+	uint32_t slot = rx_registry_index(registry, g);
 	enum rx_decision d;
 	struct mark m = {false, 0, 0, 0, 0, 0};
+	bool head;
 
 	waiting.place = PLACE_NONE;
-	waiting.g = g;
+	waiting.g = g; /* waiting.line: taken by the caller (ADR-383) */
 	for (;;) {
 		uint32_t seq =
 		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
 
 		rx__lock(l);
+		head = rx__fifo_turn(slot, waiting.line);
 		wake = *now + WAIT_SLICE_MS * RX_NS_PER_MS;
-		if (why->reason == RX_REASON_RATE_LIMITED)
+		if (head && why->reason == RX_REASON_RATE_LIMITED)
 			wake = rx_guard_next_token_ns(g, *now);
 		else if (wake > deadline)
 			wake = deadline;
@@ -456,7 +460,9 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 			 * in time: refused, with what the guard said. */
 			waiting.g = NULL;
 			rx_guard_wait_end(g, why->reason);
+			rx__fifo_leave(slot, waiting.line);
 			rx__unlock(l);
+			wake_waiters(kw);
 			break;
 		}
 		rx__unlock(l);
@@ -476,17 +482,25 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 		*now = rx__now_ns();
 		ctx.now_ns = *now;
 		rx__lock(l);
+		if (!rx__fifo_turn(slot, waiting.line)) {
+			rx__unlock(l); /* not its turn yet */
+			continue;
+		}
 		mark_begin(&m, g);
 		d = rx_guard_admit(g, &ctx, permit, why);
 		if (d == RX_QUEUE && why->reason == RX_REASON_LIMITER_FULL &&
 		    rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
 		mark_end(&m, g);
-		if (d != RX_QUEUE || why->reason == RX_REASON_LIMITER_FULL) {
+		head = d != RX_QUEUE || why->reason == RX_REASON_LIMITER_FULL;
+		if (head) { /* it leaves the line */
 			waiting.g = NULL;
 			rx_guard_wait_end(g, RX_REASON_NONE);
+			rx__fifo_leave(slot, waiting.line);
 		}
 		rx__unlock(l);
+		if (head)
+			wake_waiters(kw); /* the next head's turn */
 		if (d == RX_ADMIT) {
 			rx__log(RX_LOG_DEBUG,
 				"key=%s event=admitted-after-wait "
@@ -542,7 +556,11 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		timed_out = rx__deadline_sweep(g, slot, *now);
 		waiters = timed_out ? rx_guard_waiters(g) : 0;
 	}
-	d = rx_guard_admit(g, &ctx, permit, &why);
+	/* A line of token/slot waiters (ADR-383): decide below whether to
+	 * queue behind it. */
+	d = rx__fifo_ahead(rx_registry_index(registry, g))
+		? RX_QUEUE
+		: rx_guard_admit(g, &ctx, permit, &why);
 	if (deadlines && d == RX_ADMIT && seq)
 		*seq = rx__deadline_push(slot, *now, permit, owner);
 	mark_end(&m, g);
@@ -564,10 +582,17 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		    (fd < 0 || rx__fd_blocking(fd)); /* fd < 0: curl.c */
 		rx__lock(l);
 		mark_begin(&m, g);
-		d = rx_guard_admit(g, &ctx, permit, &why);
-		if (d == RX_QUEUE && why.reason != RX_REASON_LIMITER_FULL)
+		if (ctx.can_wait && rx__fifo_ahead(rx_registry_index(registry, g))) {
+			d = RX_QUEUE; /* behind the line (ADR-383) */
+			why.reason = rx_guard_next_token_ns(g, *now) > *now
+					 ? RX_REASON_RATE_LIMITED
+					 : RX_REASON_BULKHEAD_FULL;
+		} else
+			d = rx_guard_admit(g, &ctx, permit, &why);
+		if (d == RX_QUEUE && why.reason != RX_REASON_LIMITER_FULL) {
 			rx_guard_wait_begin(g); /* a token, a slot (ADR-464) */
-		else if (d == RX_QUEUE &&
+			waiting.line = rx__fifo_take(rx_registry_index(registry, g));
+		} else if (d == RX_QUEUE &&
 			 rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
 		mark_end(&m, g);
@@ -682,36 +707,6 @@ static bool limit_changed(struct rx_guard *g, uint64_t now,
 }
 
 /*
- * One limit-change line (ADR-138). The latency figures are left out until
- * the limiter has measured them (a drop can move the limit before its
- * first window closes) rather than shown as 0 us.
- */
-static void log_limit_change(struct rx_guard *g,
-			     const struct rx_limiter_stats *ls)
-{
-	char lat[64] = "";
-
-	if (ls->p90_us > 0 || ls->rtt_noload_us > 0)
-		snprintf(lat, sizeof(lat), " p90_us=%llu rtt_noload_us=%llu",
-			 (unsigned long long)ls->p90_us,
-			 (unsigned long long)ls->rtt_noload_us);
-	rx__log(RX_LOG_INFO,
-		"key=%s event=limit-change limit=%u in_flight=%u queued=%u%s",
-		key_of(g), ls->limit, ls->in_flight, ls->queued, lat);
-}
-
-/* A call's own end found it settled already, as a timeout when its
- * deadline passed (ADR-382): its answer is no evidence. No lock held. */
-static void settle_skipped(struct rx_guard *g, const char *at)
-{
-	if (rx__log_enabled(RX_LOG_DEBUG))
-		rx__log(RX_LOG_DEBUG,
-			"key=%s event=settle-skipped reason=deadline-passed "
-			"at=%s",
-			key_of(g), at);
-}
-
-/*
  * settle with every hook that may be on: breaker transitions and limit
  * changes (log level info), the debug line, the metrics file.
  */
@@ -738,7 +733,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__lock(l);
 	if (seq != 0 && !rx__deadline_claim(slot, owner, seq)) {
 		rx__unlock(l);
-		settle_skipped(g, at);
+		rx__settle_skipped(key_of(g), at);
 		return;
 	}
 	rx__watch_begin(&w, g, now);
@@ -767,7 +762,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 			(unsigned long long)obs.latency_us, at);
 	rx__watch_log(&w, key_of(g));
 	if (log_limit)
-		log_limit_change(g, &ls);
+		rx__log_limit_change(key_of(g), &ls);
 	if (rx__metrics_on) /* no lock held: it may write the file */
 		rx__metrics_tick(now, w.changed);
 }
@@ -897,6 +892,8 @@ int rx__admit_setup(const char **what)
 	struct rx_shm_view v;
 	int rc;
 
+	if (!rx__fifo_setup(rx__cfg.registry.max_keys))
+		return RX_ENOMEM; /* ADR-383 */
 	/* RESILIX_SHARED: the registry, its locks and the wait words live
 	 * in the segment; refused or unset, in this process (ADR-480). */
 	if (rx__shared_setup(&rx__cfg, sizeof(struct key_wait), &v) == 1) {
@@ -972,6 +969,7 @@ static void drop_waiters(void *arg, const char *key, struct rx_guard *g)
 	(void)arg;
 	(void)key;
 	rx_guard_drop_waiters(g);
+	rx__fifo_drop(rx_registry_index(registry, g));
 }
 
 void rx__admit_after_fork_child(void)

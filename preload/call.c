@@ -42,6 +42,7 @@
 
 #include "addr_permit.h"
 #include "admit.h"
+#include "deadline.h"
 #include "call.h"
 #include "call_framed.h"
 #include "dns.h"
@@ -322,26 +323,22 @@ static void seen_connected(struct rx_op *op)
 	addr_settle(&ah, RX_SUCCESS, now, now, "connected");
 }
 
-/*
- * The first write of @op's call on a new connection (ADR-192): the call's
- * clock skips the idle gap between the connect's completion, where it was
- * seen, and this write - the program's think time. Latency is then the
- * connect's duration plus the time from the first request byte to the
- * first response byte. Once per call: later writes see `wrote` set.
- */
+/* The first write of @op's call on a new connection (ADR-192): the call's
+ * clock skips the idle gap from the connect's completion to this write -
+ * think time. Latency is the connect's duration plus first request byte to
+ * first response byte; the deadline is armed again (ADR-384). Once per
+ * call: later writes see `wrote` set. */
 static void first_write(struct rx_op *op, const struct iovec *iov, int iovcnt)
 {
 	enum rx_proto_id id = RX_PROTO_UNKNOWN;
 	struct rx_fd *e = op->e;
 	struct rx_lock *l;
-	uint64_t now;
+	uint64_t now, rearm = 0;
 
 	if (!rx__owner_fast())
 		return;
-	/* The connection's first request: whose protocol is it? Asked
-	 * without the lock (the module only reads the bytes), recorded
-	 * under it. A buffer in the first page is the kernel's to refuse
-	 * (EFAULT, ADR-195): nothing is read through it. */
+	/* The first request: whose protocol? Read unlocked, recorded under
+	 * the lock; a first-page buffer is the kernel's (EFAULT, ADR-195). */
 	if (!rx__proto_asked(&e->proto) && iov && iovcnt > 0 &&
 	    (uintptr_t)iov[0].iov_base >= 4096)
 		id = rx__proto_recognise(iov, iovcnt);
@@ -355,8 +352,11 @@ static void first_write(struct rx_op *op, const struct iovec *iov, int iovcnt)
 		    e->start_ns <= e->connected_ns)
 			e->start_ns += now - e->connected_ns;
 		rx__proto_claim(&e->proto, id);
+		rearm = now; /* ADR-384: its deadline counts from now too */
 	}
 	rx__unlock(l);
+	if (rearm != 0 && e->dl_seq != 0)
+		rx__deadline_rearm(e->guard, e, &e->dl_seq, now);
 }
 
 void rx__call_end_record(int fd, struct rx_fd *e)

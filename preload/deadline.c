@@ -11,6 +11,7 @@
 
 #include "admit.h"
 #include "deadline.h"
+#include "fdtable.h"
 #include "metrics.h"
 #include "runtime.h"
 
@@ -91,9 +92,43 @@ bool rx__deadline_claim(uint32_t slot, const void *owner, uint16_t seq)
 	return true;
 }
 
+/* Is the program waiting on the call of @owner (ADR-384)? A connect in
+ * progress, or a request written and not answered; a connection that is
+ * connected and has written nothing since its last answer is idle: its
+ * passed deadline is no evidence. NULL (no fd record): waiting. */
+static bool owner_waiting(const void *owner)
+{
+	const struct rx_fd *f = owner;
+
+	return !f ||
+	       atomic_load_explicit(&f->phase, memory_order_relaxed) ==
+		   RX_FD_CONNECTING ||
+	       atomic_load_explicit(&f->wrote, memory_order_relaxed);
+}
+
+void rx__deadline_rearm(struct rx_guard *g, const void *owner,
+			uint16_t *seq, uint64_t now)
+{
+	uint32_t slot = rx_registry_index(rx__admit_registry(), g);
+	struct rx_lock *l = &rx__admit_guard_locks()[slot];
+	struct dl_entry *x;
+
+	rx__lock(l);
+	x = &key_deadlines[slot].e[*seq % DL_RING];
+	if (*seq != 0 && x->seq == *seq && x->owner == owner) {
+		struct rx_gate_permit p;
+
+		rx__permit_copy(&p, &x->permit);
+		x->seq = 0;
+		*seq = rx__deadline_push(slot, now, &p, owner);
+	}
+	rx__unlock(l);
+}
+
 /* Settle as timeouts, at @now, the calls on slot @slot whose deadline has
  * passed (at most DL_SWEEP_MAX), and drop the entries their calls settled
- * themselves. Returns how many timed out. */
+ * themselves; a passed deadline of an idle connection settles as no
+ * evidence (RX_REJECTED, ADR-384). Returns how many were settled. */
 unsigned rx__deadline_sweep(struct rx_guard *g, uint32_t slot, uint64_t now)
 {
 	struct key_deadlines *kd = &key_deadlines[slot];
@@ -109,6 +144,8 @@ unsigned rx__deadline_sweep(struct rx_guard *g, uint32_t slot, uint64_t now)
 		if (x->seq != 0) {
 			if (x->deadline_ns >= now || n == DL_SWEEP_MAX)
 				break;
+			obs.verdict = owner_waiting(x->owner) ? RX_TIMEOUT
+							      : RX_REJECTED;
 			rx_guard_settle(g, &x->permit, &obs);
 			if (rx__metrics_on)
 				rx__metrics_observe(slot, g, &obs);

@@ -35,6 +35,14 @@ uint16_t rx__deadline_push(uint32_t slot, uint64_t now,
  * its deadline passed (its answer is then no evidence). O(1). */
 bool rx__deadline_claim(uint32_t slot, const void *owner, uint16_t seq);
 
+/* rx__deadline_rearm - the call of @owner, armed as *@seq on @g, starts
+ * its clock again at @now (ns): its request's first write (ADR-384). Its
+ * entry moves to the back with a deadline from @now; *@seq becomes the
+ * new sequence number (0: the ring was full, the call is judged at its
+ * own end). Takes @g's guard lock: call it holding no lock. */
+void rx__deadline_rearm(struct rx_guard *g, const void *owner,
+			uint16_t *seq, uint64_t now);
+
 /* rx__deadline_sweep - settle on @g as timeouts, at @now (ns), the calls
  * of slot @slot whose deadline has passed (at most 8), and drop entries
  * their calls settled themselves. Returns how many timed out. */

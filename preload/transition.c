@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "transition.h"
 
 /* Why the breaker moved from @from to @to, judged from the stats after
@@ -58,4 +60,34 @@ void rx__watch_log(const struct watch *w, const char *key)
 		rx__fmt_rate(fr, sizeof(fr), w->after.failure_rate),
 		rx__fmt_rate(sr, sizeof(sr), w->after.slow_call_rate),
 		w->after.window_count, w->after.consecutive_failures);
+}
+
+/*
+ * One limit-change line (ADR-138). The latency figures are left out until
+ * the limiter has measured them (a drop can move the limit before its
+ * first window closes) rather than shown as 0 us.
+ */
+void rx__log_limit_change(const char *key,
+			  const struct rx_limiter_stats *ls)
+{
+	char lat[64] = "";
+
+	if (ls->p90_us > 0 || ls->rtt_noload_us > 0)
+		snprintf(lat, sizeof(lat), " p90_us=%llu rtt_noload_us=%llu",
+			 (unsigned long long)ls->p90_us,
+			 (unsigned long long)ls->rtt_noload_us);
+	rx__log(RX_LOG_INFO,
+		"key=%s event=limit-change limit=%u in_flight=%u queued=%u%s",
+		key, ls->limit, ls->in_flight, ls->queued, lat);
+}
+
+/* A call's own end found it settled already, as a timeout when its
+ * deadline passed (ADR-382): its answer is no evidence. No lock held. */
+void rx__settle_skipped(const char *key, const char *at)
+{
+	if (rx__log_enabled(RX_LOG_DEBUG))
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=settle-skipped reason=deadline-passed "
+			"at=%s",
+			key, at);
 }

@@ -45,4 +45,11 @@ static inline void rx__watch_end(struct watch *w, struct rx_guard *g,
  * info. Called with no lock held; one write. */
 void rx__watch_log(const struct watch *w, const char *key);
 
+/* rx__log_limit_change - the limit-change line (ADR-138) of @key. */
+void rx__log_limit_change(const char *key, const struct rx_limiter_stats *ls);
+
+/* rx__settle_skipped - the debug line of a call of @key whose own end found
+ * it settled already (ADR-382). */
+void rx__settle_skipped(const char *key, const char *at);
+
 #endif

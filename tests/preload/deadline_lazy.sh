@@ -105,4 +105,34 @@ rx_assert_eq "blocked threads" 16 "$(awk '$1 < 50 && $2 == "silent"' "$out" | wc
 rx_assert_eq "a call after the deadline" "refused" \
 	"$(awk '$1 >= 50 { print $2 }' "$out")"
 rx_upstream_stop hole
+# Connections opened ahead of use (ADR-384): 5 connected and idle for
+# 1.5 s under a 1 s deadline are not waiting; then 3 requests on new
+# connections and one on an idle one (timed from its first write, its
+# deadline re-armed) are all answered, and the circuit stays closed. Before, the
+# 5 idle deadlines were timeouts, the breaker opened and the requests
+# were refused.
+rx_upstream_start idle --phases 0:ok:0
+idle='
+import socket, sys, time
+port = int(sys.argv[1])
+pool = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+time.sleep(1.5)
+def ask(s):
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    print(s.recv(12).decode())
+try:
+    for i in range(3):
+        ask(socket.create_connection(("127.0.0.1", port)))
+    ask(pool[0])
+except OSError as e:
+    print("error", e)
+'
+ilog=$RX_TMP/idle.log
+rx_dump_on_fail "$ilog" "$out.idle"
+rx_shim RESILIX_TIMEOUT_MS=1000 RESILIX_LOG=debug RESILIX_LOG_FILE="$ilog" \
+	python3 -c "$idle" "$RX_PORT" >"$out.idle" || rx_fail "python3 exit status $?"
+rx_assert_eq "idle connections: requests answered" 4 \
+	"$(grep -c '^HTTP/1.. 200' "$out.idle")"
+rx_assert_eq "idle connections: no breaker transition" 0 \
+	"$(grep -c 'event=breaker-transition' "$ilog")"
 rx_pass

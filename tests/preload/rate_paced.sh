@@ -35,6 +35,23 @@ rx_assert_eq "new connections: every call answered" "$conn" \
 rx_assert_le "new connections: calls in 1 s (50 + burst 10, + one per thread in flight)" \
 	"$conn" 64
 
+# First come, first served (ADR-383): 3/s with a burst of 1, 2 blocking
+# threads over new connections. In arrival order a caller waits at most
+# its peer's token and its own (0.67 s), under the 1 s queue timeout: none
+# is refused. Without places
+# in line the thread that had just been served could take the token its
+# peer was woken for, and the peer was refused at 1 s.
+flog=$RX_TMP/fifo.log
+rx_dump_on_fail "$flog"
+rx_shim RESILIX_RATE=3/s RESILIX_RATE_BURST=1 RESILIX_LOG=debug \
+	RESILIX_LOG_FILE="$flog" "$CLIENT" --port "$RX_PORT" --threads 2 \
+	--requests 6 >"$out.fifo" || rx_fail "client exit status $?"
+rx_assert_eq "in line: no refusal" 0 "$(grep -c 'event=refused' "$flog")"
+rx_assert_eq "in line: every call answered" 12 "$(grep -c ' 200 OK 1$' "$out.fifo")"
+longest=$(sed -n 's/.*event=admitted-after-wait waited_ms=\([0-9]*\).*/\1/p' \
+	"$flog" | sort -n | tail -n1)
+rx_assert_le "in line: longest wait (ms), in-order bound 667" "${longest:-0}" 900
+
 # Non-blocking: 20 connects at once with burst 5, 5 answered, 15 refused
 # rate-limited with a retry-after.
 if rx_usable python3; then
@@ -51,5 +68,5 @@ if rx_usable python3; then
 	rx_assert_grep "non-blocking: refusals by reason in the metrics" \
 		'resilix_refusals_total\{.*reason="rate-limited"\} 15' "$prom"
 fi
-rx_log "figures: keep-alive calls=$calls seen=$seen in ${elapsed} ms; new connections calls=$conn in 1 s"
+rx_log "figures: longest_fifo_wait_ms=$longest; keep-alive calls=$calls seen=$seen in ${elapsed} ms; new connections calls=$conn in 1 s"
 rx_pass
