@@ -289,7 +289,11 @@ static void table_create(void)
 	atomic_store_explicit(&table_ready, true, memory_order_release);
 }
 
-/* Is the curl layer guarding? Maps the table the first time it is. */
+/* Is the curl layer guarding? Maps the table the first time it is. The
+ * owner check is rx__owner_fast, a load, not a getpid system call: the
+ * tool curl makes about ten curl_easy_setopt calls per transfer, each
+ * one came here (ADR-390). curl_easy_reset, which drops state, checks
+ * rx__owner as well. */
 static bool guarding(void)
 {
 	if (rx__reentered() || !rx__ready())
@@ -297,7 +301,7 @@ static bool guarding(void)
 	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
 		(void)pthread_once(&table_once, table_create);
 	return atomic_load_explicit(&table_ready, memory_order_acquire) &&
-	       rx__owner();
+	       rx__owner_fast();
 }
 
 static uint32_t slot_of(const void *h)
@@ -843,7 +847,7 @@ RX_EXPORT void curl_easy_reset(void *h)
 	if (!real.reset)
 		return;
 	real.reset(h);
-	if (!guarding())
+	if (!guarding() || !rx__owner())
 		return;
 	st = find(h);
 	if (st)
