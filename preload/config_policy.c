@@ -253,6 +253,12 @@ const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen)
 	if (seen[P_HEDGE_DELAY_MS] && !cfg->hedge)
 		return "RESILIX_HEDGE_DELAY_MS is set without RESILIX_HEDGE=1; "
 		       "ignored (no hedging)";
+	if ((seen[P_CRITICALITY] || seen[P_TENANT]) && !cfg->shared)
+		return seen[P_CRITICALITY]
+			   ? "RESILIX_CRITICALITY is set without RESILIX_SHARED; "
+			     "it sheds nothing (one process is one bucket)"
+			   : "RESILIX_TENANT is set without RESILIX_SHARED; it "
+			     "sheds nothing (one process is one tenant)";
 	return NULL;
 }
 

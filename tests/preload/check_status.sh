@@ -52,6 +52,13 @@ rx_assert_eq "--check exit status, a rate above 1 given as an option" 1 "$?"
 timeout 10 env RESILIX_FAILURE_RATE=1 "$RUN" --check >"$out" 2>"$err"
 rx_assert_eq "--check exit status, rate 1 (valid, with a notice)" 0 "$?"
 rx_assert_grep "the notice about a rate of 1" 'notice: RESILIX_FAILURE_RATE=1 disables' "$err"
+# A setting that can do nothing in this configuration says so.
+for v in CRITICALITY=bulk TENANT=batch; do
+	timeout 10 env RESILIX_$v "$RUN" --check >"$out" 2>"$err"
+	rx_assert_eq "--check exit status, RESILIX_$v without a segment" 0 "$?"
+	rx_assert_grep "RESILIX_$v without a segment: a notice" \
+		"notice: RESILIX_${v%%=*} is set without RESILIX_SHARED; it sheds nothing" "$err"
+done
 timeout 10 env RESILIX_OPNE_MS=10 "$RUN" --check >"$out" 2>"$err"
 rx_assert_eq "--check exit status, a typo is a warning" 0 "$?"
 rx_assert_grep "the typo is named" 'warning: RESILIX_OPNE_MS is not a resilix variable' "$err"
