@@ -336,13 +336,31 @@ rx_plain() {
 # rx_py_server PORTFILE CODE [ARG...]: a python3 upstream on 127.0.0.1 for
 # a server shape the C upstream lacks. CODE defines serve(c), run in a
 # thread for each accepted connection (os, socket, struct, sys, threading
-# and time are imported; ARGs are sys.argv[2:]). The port goes to
-# PORTFILE, what the server prints to PORTFILE.log; it stops 15 s after
-# its last accept. Returns once it listens.
+# and time are imported; ARGs are sys.argv[2:]). read_request(f), on
+# c.makefile('rb'), reads one HTTP/1.x request, its Content-Length body
+# included, and returns (method, path), or None at the end of the
+# connection. The port goes to PORTFILE, what the server prints to
+# PORTFILE.log; it stops 15 s after its last accept. Returns once it
+# listens.
 rx_py_server() {
 	local pf=$1 code=$2
 	shift 2
 	rx_plain python3 -c "import os, socket, struct, sys, threading, time
+def read_request(f):
+    line = f.readline()
+    if not line:
+        return None
+    method, path = line.split()[0].decode(), line.split()[1].decode()
+    n = 0
+    while True:
+        h = f.readline()
+        if h.lower().startswith(b'content-length:'):
+            n = int(h.split(b':')[1])
+        if h in (b'\r\n', b'\n', b''):
+            break
+    if n:
+        f.read(n)
+    return method, path
 $code
 s = socket.socket()
 s.bind(('127.0.0.1', 0))

@@ -18,19 +18,10 @@ seen = {}
 def serve(c):
     f = c.makefile("rb")
     while True:
-        line = f.readline()
-        if not line:
+        req = read_request(f)
+        if not req:
             break
-        method, path = line.split()[0].decode(), line.split()[1].decode()
-        n = 0
-        while True:
-            h = f.readline()
-            if h.lower().startswith(b"content-length:"):
-                n = int(h.split(b":")[1])
-            if h in (b"\r\n", b"\n", b""):
-                break
-        if n:
-            f.read(n)
+        method, path = req
         with lock:
             seen[path] = seen.get(path, 0) + 1
             k = seen[path]
