@@ -333,6 +333,18 @@ rx_plain() {
 	timeout -k 2 "$RX_TIMEOUT" "$@"
 }
 
+# rx_nginx_dir DIR: make an nginx prefix DIR (logs/, tmp/ that workers,
+# which run as another user when nginx starts as root, may write) and
+# print the http block's temporary-file directives for it, to be put in
+# the test's nginx.conf: "$(rx_nginx_dir "$pre")".
+rx_nginx_dir() {
+	mkdir -p "$1/logs" "$1/tmp" && chmod 0777 "$1/tmp"
+	local t
+	for t in client_body:body proxy:proxy fastcgi:fastcgi uwsgi:uwsgi scgi:scgi; do
+		printf '\t%s_temp_path %s/tmp/%s;\n' "${t%%:*}" "$1" "${t#*:}"
+	done
+}
+
 # rx_py_server PORTFILE CODE [ARG...]: a python3 upstream on 127.0.0.1 for
 # a server shape the C upstream lacks. CODE defines serve(c), run in a
 # thread for each accepted connection (os, socket, struct, sys, threading

@@ -40,8 +40,7 @@ chmod 0755 "$RX_TMP" # nginx workers may run as another user
 nginx_start() {
 	local name=$1 port=$2 body=$3 pre=$RX_TMP/$1
 	shift 3
-	mkdir -p "$pre/logs" "$pre/tmp"
-	chmod 0777 "$pre/tmp"
+	temps=$(rx_nginx_dir "$pre")
 	cat >"$pre/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -50,11 +49,7 @@ error_log $pre/logs/error.log warn;
 events { worker_connections 2048; }
 http {
 	access_log off;
-	client_body_temp_path $pre/tmp/body;
-	proxy_temp_path $pre/tmp/proxy;
-	fastcgi_temp_path $pre/tmp/fastcgi;
-	uwsgi_temp_path $pre/tmp/uwsgi;
-	scgi_temp_path $pre/tmp/scgi;
+$temps
 	keepalive_requests 1000000;
 	${http_extra:-}
 	server {

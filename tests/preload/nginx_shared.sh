@@ -33,8 +33,7 @@ run() {
 	shift
 	rx_upstream_start "up$label" --phases 0:status:500
 	port=$(rx_free_port)
-	mkdir -p "$pre/logs" "$pre/tmp"
-	chmod 0777 "$pre/tmp" # workers may run as another user as root
+	temps=$(rx_nginx_dir "$pre")
 	cat >"$pre/nginx.conf" <<CONF
 daemon off;
 worker_processes 4;
@@ -43,11 +42,7 @@ error_log $pre/logs/error.log info;
 events { worker_connections 64; accept_mutex off; }
 http {
 	access_log $pre/logs/access.log;
-	client_body_temp_path $pre/tmp/body;
-	proxy_temp_path $pre/tmp/proxy;
-	fastcgi_temp_path $pre/tmp/fastcgi;
-	uwsgi_temp_path $pre/tmp/uwsgi;
-	scgi_temp_path $pre/tmp/scgi;
+$temps
 	upstream up {
 		server 127.0.0.1:$RX_PORT max_fails=0;
 		keepalive 4;

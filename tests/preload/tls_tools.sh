@@ -110,8 +110,7 @@ if [ -x "$NGINX" ] && "$NGINX" -V 2>&1 | grep -q http_v2_module &&
 	[ -s "$RX_TMP/cert.pem" ] || rx_selfsigned
 	port=$(rx_free_port)
 	pre=$RX_TMP/nginx
-	mkdir -p "$pre/logs" "$pre/tmp"
-	chmod 0777 "$pre/tmp"
+	temps=$(rx_nginx_dir "$pre")
 	cat >"$pre/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -120,11 +119,7 @@ error_log $pre/logs/error.log info;
 events { worker_connections 64; }
 http {
 	access_log $pre/logs/access.log;
-	client_body_temp_path $pre/tmp/body;
-	proxy_temp_path $pre/tmp/proxy;
-	fastcgi_temp_path $pre/tmp/fastcgi;
-	uwsgi_temp_path $pre/tmp/uwsgi;
-	scgi_temp_path $pre/tmp/scgi;
+$temps
 	server {
 		listen 127.0.0.1:$port ssl http2;
 		ssl_certificate $RX_TMP/cert.pem;
