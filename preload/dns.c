@@ -35,6 +35,7 @@
 #include "base.h"
 #include "dns.h"
 #include "runtime.h"
+#include "sockkey.h"
 #include "symbols.h"
 
 #define RX_DNS_SLOTS 512    /* power of two */
@@ -137,20 +138,7 @@ size_t rx__dns_key(const struct sockaddr *sa, socklen_t len, char *key,
 	if (n == 0 || n + 7 > size)
 		return iplen;
 	memcpy(key, words, n);
-	/* ":port", by hand: snprintf is heavier than this path needs. */
-	key[n] = ':';
-	p = n + 1;
-	{
-		char digits[5];
-		int d = 0;
-
-		do {
-			digits[d++] = (char)('0' + port % 10);
-			port /= 10;
-		} while (port);
-		while (d)
-			key[p++] = digits[--d];
-	}
+	p = n + rx__sockkey_port(key + n, port);
 	key[p] = '\0';
 	return p;
 }

@@ -71,6 +71,24 @@ static inline size_t rx__sockkey_format(const struct sockaddr *sa,
 	return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
 
+/* rx__sockkey_port - write ":PORT" (no NUL) at @dst, which has room for
+ * 6 bytes, and return its length (2 to 6): the suffix of the host-name
+ * keys of RESILIX_KEY=host (dns.c, tls.c). By hand, as above. O(1). */
+static inline size_t rx__sockkey_port(char *dst, unsigned port)
+{
+	char digits[5];
+	size_t n = 0, d = 0;
+
+	do {
+		digits[d++] = (char)('0' + port % 10);
+		port /= 10;
+	} while (port && d < sizeof(digits));
+	dst[n++] = ':';
+	while (d)
+		dst[n++] = digits[--d];
+	return n;
+}
+
 /* rx__sockkey_unmapped - an IPv4-mapped IPv6 destination (::ffff:a.b.c.d,
  * what a dual-stack AF_INET6 socket connects to for an IPv4 peer) is that
  * IPv4 destination (ADR-194): returns @sa rewritten into @buf as AF_INET,

@@ -51,6 +51,7 @@
 #include "fdtable.h"
 #include "protocols.h"
 #include "runtime.h"
+#include "sockkey.h"
 #include "tls.h"
 
 /* ------------------------------------------------------------------------
@@ -362,18 +363,7 @@ static bool sni_key(struct rx_tls_call *c, int fd, struct rx_fd *e)
 		port = ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
 	else
 		return true;
-	key[n++] = ':';
-	{
-		char digits[5];
-		int d = 0;
-
-		do {
-			digits[d++] = (char)('0' + port % 10);
-			port /= 10;
-		} while (port);
-		while (d)
-			key[n++] = digits[--d];
-	}
+	n += rx__sockkey_port(key + n, port);
 	key[n] = '\0';
 	return rx__call_rekey(fd, e, key, n);
 }
