@@ -136,21 +136,13 @@ RX_EXPORT void curl_easy_cleanup(void *h);
 RX_EXPORT void curl_easy_reset(void *h);
 RX_EXPORT void *curl_easy_duphandle(void *h);
 
-/*
- * Their addresses through hidden aliases: taking the address of an
- * exported function goes through the GOT, which the dynamic linker fills
- * at load time by looking the name up - a cost every process would pay,
- * libcurl or not. An alias is addressed PC-relative, with no lookup.
- */
-#define SELF(name)                                                             \
-	extern __typeof__(name) self_##name                                    \
-	    __attribute__((alias(#name), visibility("hidden")))
-SELF(curl_easy_init);
-SELF(curl_easy_setopt);
-SELF(curl_easy_perform);
-SELF(curl_easy_cleanup);
-SELF(curl_easy_reset);
-SELF(curl_easy_duphandle);
+/* Our definitions, to recognise them if a lookup finds them (symbols.h). */
+RX_SELF(curl_easy_init);
+RX_SELF(curl_easy_setopt);
+RX_SELF(curl_easy_perform);
+RX_SELF(curl_easy_cleanup);
+RX_SELF(curl_easy_reset);
+RX_SELF(curl_easy_duphandle);
 
 /* Sonames a plugin may have dlopen'ed RTLD_LOCAL (Debian ships the
  * OpenSSL, GnuTLS and NSS builds under these). */

@@ -262,15 +262,14 @@ void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
 }
 
 RX_EXPORT int curl_easy_getinfo(void *h, int info, ...);
-extern __typeof__(curl_easy_getinfo) self_getinfo
-    __attribute__((alias("curl_easy_getinfo"), visibility("hidden")));
+RX_SELF(curl_easy_getinfo);
 
 static void bind_getinfo(void)
 {
 	int saved = errno;
 
 	*(void **)&real_getinfo = rx__symbol_real(
-	    "curl_easy_getinfo", (void *)self_getinfo, rx__curl_sonames,
+	    "curl_easy_getinfo", (void *)self_curl_easy_getinfo, rx__curl_sonames,
 	    RX_CURL_NSONAMES);
 	errno = saved;
 }

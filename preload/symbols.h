@@ -22,6 +22,17 @@
 #include <time.h>
 
 /*
+ * RX_SELF(name) - declare self_<name>, a hidden alias of the shim's own
+ * exported definition of @name, for rx__symbol_real's @ours: taking an
+ * exported function's address goes through the GOT, which the dynamic
+ * linker fills at load time by looking the name up - a cost every process
+ * would pay; an alias is addressed PC-relative, with no lookup.
+ */
+#define RX_SELF(name)                                                          \
+	extern __typeof__(name) self_##name                                    \
+	    __attribute__((alias(#name), visibility("hidden")))
+
+/*
  * rx__symbol_real - the real @name of a library the shim wraps, never
  * ours (@ours: our own definition, a hidden alias): dlsym(RTLD_NEXT)
  * first; then, for a library a plugin dlopen'ed RTLD_LOCAL (RTLD_NEXT

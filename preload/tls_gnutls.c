@@ -84,14 +84,11 @@ RX_EXPORT int gnutls_handshake(void *s);
 RX_EXPORT int gnutls_bye(void *s, int how);
 RX_EXPORT void gnutls_deinit(void *s);
 
-#define SELF(name)                                                             \
-	extern __typeof__(name) self_##name                                    \
-	    __attribute__((alias(#name), visibility("hidden")))
-SELF(gnutls_record_send);
-SELF(gnutls_record_recv);
-SELF(gnutls_handshake);
-SELF(gnutls_bye);
-SELF(gnutls_deinit);
+RX_SELF(gnutls_record_send);
+RX_SELF(gnutls_record_recv);
+RX_SELF(gnutls_handshake);
+RX_SELF(gnutls_bye);
+RX_SELF(gnutls_deinit);
 
 static const char *const sonames[] = {"libgnutls.so.30"};
 

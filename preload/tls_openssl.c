@@ -92,24 +92,19 @@ RX_EXPORT int SSL_clear(void *s);
 RX_EXPORT void SSL_free(void *s);
 RX_EXPORT int SSL_get_error(const void *s, int ret);
 
-/* Our definitions through hidden aliases, to recognise them if a lookup
- * finds them: an exported function's address would be a GOT entry that
- * the dynamic linker fills at load time, in every process (curl.c). */
-#define SELF(name)                                                             \
-	extern __typeof__(name) self_##name                                    \
-	    __attribute__((alias(#name), visibility("hidden")))
-SELF(SSL_write);
-SELF(SSL_write_ex);
-SELF(SSL_read);
-SELF(SSL_read_ex);
-SELF(SSL_peek);
-SELF(SSL_peek_ex);
-SELF(SSL_connect);
-SELF(SSL_do_handshake);
-SELF(SSL_shutdown);
-SELF(SSL_clear);
-SELF(SSL_free);
-SELF(SSL_get_error);
+/* Our definitions, to recognise them if a lookup finds them (symbols.h). */
+RX_SELF(SSL_write);
+RX_SELF(SSL_write_ex);
+RX_SELF(SSL_read);
+RX_SELF(SSL_read_ex);
+RX_SELF(SSL_peek);
+RX_SELF(SSL_peek_ex);
+RX_SELF(SSL_connect);
+RX_SELF(SSL_do_handshake);
+RX_SELF(SSL_shutdown);
+RX_SELF(SSL_clear);
+RX_SELF(SSL_free);
+RX_SELF(SSL_get_error);
 
 static const char *const sonames[] = {"libssl.so.3", "libssl.so.1.1"};
 
