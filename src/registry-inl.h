@@ -8,7 +8,10 @@
  * four places: the free list, pinned (no list), the idle list (unpinned and
  * evictable when last released, in release order: the LRU), or the parked
  * list (unpinned but holding calls in flight or a breaker that is not
- * closed when last released).
+ * closed when last released). An entry never used since the block was
+ * formatted is on none of them: the last `unused` entries are zero (list
+ * RX__LIST_FREE, no links) and are handed out in index order once the
+ * free list, which holds only entries given back, is empty (ADR-550).
  */
 #ifndef RESILIX_REGISTRY_INL_H
 #define RESILIX_REGISTRY_INL_H
@@ -60,6 +63,7 @@ struct rx_registry {
 	uint32_t table_mask;   /* table size - 1, a power of two */
 	uint32_t slots_per_key;
 	uint32_t count;
+	uint32_t unused;       /* the last `unused` entries were never used */
 	uint64_t overflows;
 	uint64_t last_now_ns;
 	struct rx__list free, idle, parked;

@@ -4,7 +4,11 @@
  * Memory: rx_registry_create makes every allocation the registry will ever
  * make - the entries (guard + key bytes), the window slots of every guard,
  * and the hash index - so the number of keys an attacker or tenant can
- * invent changes nothing but which keys are present.
+ * invent changes nothing but which keys are present. The block starts
+ * zeroed and stays untouched where no key went: entries never used are
+ * handed out by index (`unused` counts those left), so creating a
+ * registry writes its header only, and the free list holds just the
+ * entries evictions gave back (ADR-550).
  *
  * Lookup: open addressing with linear probing over a power-of-two table at
  * most half full, hashed with 32-bit FNV-1a (Fowler, Noll, Vo). Removal
@@ -123,6 +127,34 @@ static void list_remove(struct rx_registry *r, struct rx__entry *e)
 		rx__entries(r)[e->next].prev = e->prev;
 	e->prev = e->next = RX__NIL;
 	e->list = RX__LIST_PINNED;
+}
+
+/*
+/* Is an entry left for a new key, given back or never used? */
+static bool has_room(const struct rx_registry *r)
+{
+	return r->free.head != RX__NIL || r->unused > 0;
+}
+
+/*
+ * Take an entry for a new key (has_room said there is one), on no list:
+ * one given back first, else the first never used - zero from the block's
+ * zeroing, its links not yet set.
+ */
+static struct rx__entry *take_room(struct rx_registry *r)
+{
+	struct rx__entry *e;
+
+	if (r->free.head != RX__NIL) {
+		e = &rx__entries(r)[r->free.head];
+		list_remove(r, e);
+		return e;
+	}
+	e = &rx__entries(r)[r->cfg.max_keys - r->unused];
+	r->unused--;
+	e->prev = e->next = RX__NIL;
+	e->list = RX__LIST_PINNED;
+	return e;
 }
 
 /*
@@ -264,10 +296,9 @@ struct rx__entry *rx__registry_insert(struct rx_registry *r, const char *key,
 	uint32_t pos = probe(r, key, len, h, &found);
 	if (found)
 		return &rx__entries(r)[rx__table(r)[pos] - 1];
-	if (r->free.head == RX__NIL)
+	if (!has_room(r))
 		return NULL;
-	struct rx__entry *e = &rx__entries(r)[r->free.head];
-	list_remove(r, e);
+	struct rx__entry *e = take_room(r);
 	e->hash = h;
 	e->key_len = (uint16_t)len;
 	memcpy(e->key, key, len);
@@ -287,6 +318,14 @@ void rx__registry_reset(struct rx_registry *r, struct rx__entry *e,
 	reset_guard(r, e, now_ns);
 }
 
+/* Is @e free, counting bookkeeping out of range (a torn write) as free? */
+static bool checked_free(struct rx__entry *e)
+{
+	if (e->list > RX__LIST_PARKED || e->key_len > RX_KEY_MAX)
+		e->list = RX__LIST_FREE;
+	return e->list == RX__LIST_FREE;
+}
+
 void rx_registry_repair(struct rx_registry *r,
 			 uint32_t (*pins_of)(void *arg, uint32_t index),
 			 void *arg, uint64_t now_ns)
@@ -298,14 +337,18 @@ void rx_registry_repair(struct rx_registry *r,
 	r->idle.head = r->idle.tail = RX__NIL;
 	r->parked.head = r->parked.tail = RX__NIL;
 	r->count = 0;
-	for (uint32_t i = 0; i < n; i++) {
+	/* Free entries above the last one holding a key count as never
+	 * used again: taking one sets every field. */
+	r->unused = 0;
+	while (r->unused < n &&
+	       checked_free(&rx__entries(r)[n - 1 - r->unused]))
+		r->unused++;
+	for (uint32_t i = 0; i < n - r->unused; i++) {
 		struct rx__entry *e = &rx__entries(r)[i];
 		bool half_done = e->list == RX__LIST_PINNED && e->pins == 0;
 		bool found;
 
-		if (e->list > RX__LIST_PARKED || e->key_len > RX_KEY_MAX)
-			e->list = RX__LIST_FREE;
-		if (e->list == RX__LIST_FREE) {
+		if (checked_free(e)) {
 			e->pins = 0;
 			list_append(r, &r->free, e, RX__LIST_FREE);
 			continue;
@@ -420,8 +463,7 @@ int rx_registry_format(void *mem, size_t size,
 	r->free.head = r->free.tail = RX__NIL;
 	r->idle.head = r->idle.tail = RX__NIL;
 	r->parked.head = r->parked.tail = RX__NIL;
-	for (uint32_t i = 0; i < rcfg->max_keys; i++)
-		list_append(r, &r->free, &rx__entries(r)[i], RX__LIST_FREE);
+	r->unused = rcfg->max_keys; /* zeroed: every entry free, untouched */
 	*out = r;
 	return RX_OK;
 }
@@ -476,7 +518,7 @@ struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
 				reset_guard(r, e, now);
 		}
 	} else {
-		if (r->free.head == RX__NIL && !make_room(r)) {
+		if (!has_room(r) && !make_room(r)) {
 			r->overflows = rx__sat_add(r->overflows, 1);
 			return NULL;
 		}

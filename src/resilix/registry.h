@@ -62,7 +62,8 @@ struct rx_registry;
  * two >= 2 x max_keys.
  * Returns RX_OK and *@out; RX_EINVAL for a NULL @out or a bad config
  * (either one; *@out untouched); RX_ENOMEM (*@out NULL, nothing leaked).
- * Not thread-safe; O(max_keys) besides the zeroing.
+ * Not thread-safe; O(1) besides the zeroing (entries are set up when
+ * first used, ADR-550).
  */
 int rx_registry_create(struct rx_registry **out,
                        const struct rx_registry_config *rcfg,
@@ -79,7 +80,8 @@ int rx_registry_create(struct rx_registry **out,
  * different address in each of several processes holds one registry that
  * every mapping reads (callers serialise across processes themselves).
  * Returns RX_OK and *@out (== @mem), or RX_EINVAL. Not thread-safe;
- * O(max_keys); no allocation. Do not rx_registry_destroy it.
+ * O(1): it writes the header alone, and an entry is written when first
+ * used (ADR-550); no allocation. Do not rx_registry_destroy it.
  */
 size_t rx_registry_size(const struct rx_registry_config *rcfg,
                         const struct rx_guard_config *gcfg);

@@ -391,6 +391,77 @@ static void test_without_breaker(void)
 	rx_registry_destroy(r);
 }
 
+/* Entries never used are handed out in index order; an evicted one is
+ * taken again before any never used (ADR-550). */
+static void test_untouched_entries_in_order(void)
+{
+	struct rx_registry *r = make(4, 0, NULL);
+	struct rx_guard *g;
+
+	for (unsigned i = 0; i < 4; i++) {
+		g = getn(r, i, 1 + i);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_EQUAL(rx_registry_index(r, g), i);
+		rx_registry_release(r, g);
+	}
+	/* Full: the least recently released key (index 0) makes room. */
+	g = getn(r, 10, 10);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL(rx_registry_index(r, g), 0);
+	rx_registry_release(r, g);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 4);
+	rx_registry_destroy(r);
+}
+
+/* Formatting writes the header alone: a key's entry, window slots and
+ * index cell are written when the key comes. */
+static void test_format_leaves_entries_untouched(void)
+{
+	struct rx_registry_config rc = {.max_keys = 64, .key_ttl_ms = 0};
+	struct rx_guard_config gc;
+	struct rx_registry *r = NULL;
+	rx_guard_config_default(&gc);
+	size_t size = rx_registry_size(&rc, &gc);
+	unsigned char *mem = calloc(1, size);
+	size_t nonzero = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_format(mem, size, &rc, &gc, &r),
+			      RX_OK);
+	for (size_t i = 1024; i < size; i++)
+		nonzero += mem[i] != 0;
+	CU_ASSERT_EQUAL(nonzero, 0);
+	for (uint32_t i = 0; i < rc.max_keys; i++)
+		CU_ASSERT_PTR_NULL(rx_registry_guard_at(r, i));
+	CU_ASSERT_EQUAL(rx_registry_count(r), 0);
+	free(mem);
+}
+
+/* Repair keeps the keys and hands out the entries above the last key as
+ * never used, the ones below it that were given back first. */
+static void test_repair_keeps_untouched_tail(void)
+{
+	struct rx_registry *r = make(8, 0, NULL);
+	struct rx_guard *g;
+
+	for (unsigned i = 0; i < 3; i++)
+		rx_registry_release(r, getn(r, i, 1 + i));
+	rx_registry_repair(r, NULL, NULL, 10);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 3);
+	g = getn(r, 1, 11);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL(rx_registry_index(r, g), 1);
+	rx_registry_release(r, g);
+	for (unsigned i = 3; i < 8; i++) {
+		g = getn(r, i, 12 + i);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_EQUAL(rx_registry_index(r, g), i);
+		rx_registry_release(r, g);
+	}
+	CU_ASSERT_EQUAL(rx_registry_count(r), 8);
+	rx_registry_destroy(r);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -408,6 +479,11 @@ int main(void)
 	    {"idle ttl", test_idle_ttl},
 	    {"foreach", test_foreach},
 	    {"without breaker", test_without_breaker},
+	    {"untouched entries handed out in order",
+	     test_untouched_entries_in_order},
+	    {"format leaves the entries untouched",
+	     test_format_leaves_entries_untouched},
+	    {"repair keeps the untouched tail", test_repair_keeps_untouched_tail},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("registry", tests);
