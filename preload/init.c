@@ -32,6 +32,7 @@
 #include "jump.h"
 #include "log.h"
 #include "metrics.h"
+#include "nextsym.h"
 #include "retry.h"
 #include "runtime.h"
 #include "state.h"
@@ -159,10 +160,15 @@ static bool another_copy_first(void)
 {
 	Dl_info mine, first, curl;
 	const char *a, *b;
-	void *sym = dlsym(RTLD_DEFAULT, "connect"), *perform;
+	void *sym, *perform;
 
-	/* The usual case, this copy first: no dladdr (each walks every
-	 * loaded object) is needed to tell. */
+	/* The usual case, this copy first: no object ahead of it defines
+	 * connect, and no dlsym is needed to tell (ADR-551). */
+	if (rx__next_defined_ahead("connect") == 0)
+		return false;
+	sym = dlsym(RTLD_DEFAULT, "connect");
+	/* Or, told by dlsym, this copy first all the same: no dladdr
+	 * (each walks every loaded object) is needed to tell. */
 	if (sym == (void *)rx__connect_self)
 		return false;
 	if (sym == NULL || !dladdr((void *)another_copy_first, &mine) ||

@@ -38,6 +38,7 @@
 #include "base.h"
 #include "jump.h"
 #include "metrics.h"
+#include "nextsym.h"
 
 typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
 typedef void (*exit_fn)(int);
@@ -49,12 +50,19 @@ static exit_fn real__exit, real__Exit;
 
 void rx__jump_bind(void)
 {
-	real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
-	real__Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
-	real_longjmp = (jump_fn)dlsym(RTLD_NEXT, "longjmp");
-	real__longjmp = (jump_fn)dlsym(RTLD_NEXT, "_longjmp");
-	real_siglongjmp = (jump_fn)dlsym(RTLD_NEXT, "siglongjmp");
-	real_chk = (jump_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+	static const char *const names[] = {"_exit",	"_Exit",
+					    "longjmp",	"_longjmp",
+					    "siglongjmp", "__longjmp_chk"};
+	void *p[6];
+
+	/* All six in one pass, as dlsym(RTLD_NEXT) finds each (ADR-551). */
+	rx__next_resolve(names, p, 6);
+	real__exit = (exit_fn)p[0];
+	real__Exit = (exit_fn)p[1];
+	real_longjmp = (jump_fn)p[2];
+	real__longjmp = (jump_fn)p[3];
+	real_siglongjmp = (jump_fn)p[4];
+	real_chk = (jump_fn)p[5];
 }
 
 /* The real function, resolved now if the start-up did not run yet. */

@@ -1,6 +1,6 @@
 /*
  * preload/symbols.c - the real libc functions behind our wrappers, bound
- * lazily with dlsym(RTLD_NEXT).
+ * lazily as dlsym(RTLD_NEXT) would, all in one pass (nextsym.c, ADR-551).
  *
  * Design. The whole table is bound in one go, exactly once per process:
  * by the constructor, or earlier by the first wrapped call if another
@@ -14,8 +14,8 @@
  * the raw system call with syscall(2). Those calls are never tracked (the
  * shim tracks nothing before it is initialised), so nothing is lost.
  *
- * dlsym is therefore called at most once per symbol per process, never
- * again from any path, including for symbols it could not find (a failing
+ * Each symbol is therefore looked up at most once per process, never
+ * again from any path, including for symbols no object defines (a failing
  * dlsym always allocates its error message): an unbound symbol uses the
  * system call from then on. The fortified __read_chk/__recv_chk need no
  * real counterpart: io.c checks the buffer size itself and calls __chk_fail
@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "hot.h"
+#include "nextsym.h"
 #include "symbols.h"
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
@@ -71,89 +72,80 @@ typedef int (*shutdown_fn)(int, int);
 typedef int (*getaddrinfo_fn)(const char *, const char *,
 			      const struct addrinfo *, struct addrinfo **);
 
+/* The table: each real function, its type and the name it is bound by. */
+#define REALS(X)                                                               \
+	X(connect, connect_fn)                                                 \
+	X(getsockopt, getsockopt_fn)                                           \
+	X(close, close_fn)                                                     \
+	X(socket, socket_fn)                                                   \
+	X(accept, accept_fn)                                                   \
+	X(accept4, accept4_fn)                                                 \
+	X(dup, dup_fn)                                                         \
+	X(dup2, dup2_fn)                                                       \
+	X(dup3, dup3_fn)                                                       \
+	X(send, send_fn)                                                       \
+	X(recv, recv_fn)                                                       \
+	X(read, read_fn)                                                       \
+	X(write, write_fn)                                                     \
+	X(sendto, sendto_fn)                                                   \
+	X(recvfrom, recvfrom_fn)                                               \
+	X(sendmsg, sendmsg_fn)                                                 \
+	X(recvmsg, recvmsg_fn)                                                 \
+	X(writev, iov_fn)                                                      \
+	X(readv, iov_fn)                                                       \
+	X(sendmmsg, mmsg_fn)                                                   \
+	X(recvmmsg, recvmmsg_fn)                                               \
+	X(sendfile, sendfile_fn)                                               \
+	X(sendfile64, sendfile_fn)                                             \
+	X(splice, splice_fn)                                                   \
+	X(preadv2, iov2_fn)                                                    \
+	X(pwritev2, iov2_fn)                                                   \
+	X(close_range, close_range_fn)                                         \
+	X(closefrom, closefrom_fn)                                             \
+	X(fcntl, fcntl_fn)                                                     \
+	X(fcntl64, fcntl_fn)                                                   \
+	X(shutdown, shutdown_fn)                                               \
+	X(getaddrinfo, getaddrinfo_fn)
+
 /* Written once by the binding thread before `state` becomes BOUND
  * (release); read only after an acquire load of BOUND. */
 static struct {
-	connect_fn connect;
-	getsockopt_fn getsockopt;
-	close_fn close;
-	socket_fn socket;
-	accept_fn accept;
-	accept4_fn accept4;
-	dup_fn dup;
-	dup2_fn dup2;
-	dup3_fn dup3;
-	send_fn send;
-	recv_fn recv;
-	read_fn read;
-	write_fn write;
-	sendto_fn sendto;
-	recvfrom_fn recvfrom;
-	sendmsg_fn sendmsg;
-	recvmsg_fn recvmsg;
-	iov_fn writev;
-	iov_fn readv;
-	mmsg_fn sendmmsg;
-	recvmmsg_fn recvmmsg;
-	sendfile_fn sendfile;
-	sendfile_fn sendfile64;
-	splice_fn splice;
-	iov2_fn preadv2;
-	iov2_fn pwritev2;
-	close_range_fn close_range;
-	closefrom_fn closefrom;
-	fcntl_fn fcntl;
-	fcntl_fn fcntl64;
-	shutdown_fn shutdown;
-	getaddrinfo_fn getaddrinfo;
+#define FIELD(name, type) type name;
+	REALS(FIELD)
+#undef FIELD
 } real;
+
+enum {
+#define INDEX(name, type) REAL_##name,
+	REALS(INDEX)
+#undef INDEX
+	NREALS
+};
+
+static const char *const real_names[NREALS] = {
+#define NAME(name, type) #name,
+    REALS(NAME)
+#undef NAME
+};
 
 enum { UNBOUND = 0, BINDING = 1, BOUND = 2 };
 static atomic_int state = UNBOUND;
 
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
+/*
+ * Every name in one pass over the objects after the shim (ADR-551). On a
+ * libc older than 2.34, close_range and closefrom stay unbound and use
+ * the system call.
+ */
 static void bind_all(void)
 {
+	void *p[NREALS];
+
+	rx__next_resolve(real_names, p, NREALS);
 	/* Converting dlsym's void * to a function pointer is what POSIX
 	 * requires of dlsym users; GCC defines it. */
-	real.connect = (connect_fn)next("connect");
-	real.getsockopt = (getsockopt_fn)next("getsockopt");
-	real.close = (close_fn)next("close");
-	real.socket = (socket_fn)next("socket");
-	real.accept = (accept_fn)next("accept");
-	real.accept4 = (accept4_fn)next("accept4");
-	real.dup = (dup_fn)next("dup");
-	real.dup2 = (dup2_fn)next("dup2");
-	real.dup3 = (dup3_fn)next("dup3");
-	real.send = (send_fn)next("send");
-	real.recv = (recv_fn)next("recv");
-	real.read = (read_fn)next("read");
-	real.write = (write_fn)next("write");
-	real.sendto = (sendto_fn)next("sendto");
-	real.recvfrom = (recvfrom_fn)next("recvfrom");
-	real.sendmsg = (sendmsg_fn)next("sendmsg");
-	real.recvmsg = (recvmsg_fn)next("recvmsg");
-	real.writev = (iov_fn)next("writev");
-	real.readv = (iov_fn)next("readv");
-	real.sendmmsg = (mmsg_fn)next("sendmmsg");
-	real.recvmmsg = (recvmmsg_fn)next("recvmmsg");
-	real.sendfile = (sendfile_fn)next("sendfile");
-	real.sendfile64 = (sendfile_fn)next("sendfile64");
-	real.splice = (splice_fn)next("splice");
-	real.preadv2 = (iov2_fn)next("preadv2");
-	real.pwritev2 = (iov2_fn)next("pwritev2");
-	/* close_range and closefrom appeared in glibc 2.34: on an older
-	 * libc they stay unbound and use the system call. */
-	real.close_range = (close_range_fn)next("close_range");
-	real.closefrom = (closefrom_fn)next("closefrom");
-	real.fcntl = (fcntl_fn)next("fcntl");
-	real.fcntl64 = (fcntl_fn)next("fcntl64");
-	real.shutdown = (shutdown_fn)next("shutdown");
-	real.getaddrinfo = (getaddrinfo_fn)next("getaddrinfo");
+#define SET(name, type) real.name = (type)p[REAL_##name];
+	REALS(SET)
+#undef SET
 }
 
 /*

@@ -3,8 +3,9 @@
  * (symbols.c), bound lazily.
  *
  * Each rx__real_X behaves like libc's X. The first call of any of them (or
- * the constructor) resolves the whole table with dlsym(RTLD_NEXT) exactly
- * once. While that is in progress - on this thread (dlsym's calloc reached
+ * the constructor) resolves the whole table exactly once, as
+ * dlsym(RTLD_NEXT) would, in one pass over the objects after the shim
+ * (nextsym.h, ADR-551). While that is in progress - on this thread (dlsym's calloc reached
  * an allocator that called a wrapped function) or on another - calls go to
  * the raw system call instead of waiting. A symbol dlsym cannot find stays
  * unbound and its calls use the system call for good. Thread-safe and

@@ -1,0 +1,70 @@
+/*
+ * test_nextsym.c - the one-pass look-up of the shim's real functions
+ * (preload/nextsym.c, ADR-551) against the loader's own dlsym: linked
+ * into this program, it looks names up after the program itself (here
+ * libcunit, then libc), and must return exactly what dlsym(RTLD_NEXT)
+ * returns from here, for every name the shim binds and for names that take
+ * its other paths: data, an indirect function, a name only an earlier
+ * object defines, a name no object defines.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+
+#include "../support/cunit_main.h"
+#include "nextsym.h"
+
+static const char *const names[] = {
+    "connect", "getsockopt", "close", "socket", "accept", "accept4", "dup",
+    "dup2", "dup3", "send", "recv", "read", "write", "sendto", "recvfrom",
+    "sendmsg", "recvmsg", "writev", "readv", "sendmmsg", "recvmmsg",
+    "sendfile", "sendfile64", "splice", "preadv2", "pwritev2",
+    "close_range", "closefrom", "fcntl", "fcntl64", "shutdown",
+    "getaddrinfo", "_exit", "_Exit", "longjmp", "_longjmp", "siglongjmp",
+    "__longjmp_chk",
+    /* data, indirect functions, another library, nobody, a versioned
+     * name with an old compatibility version beside the default one */
+    "environ", "stdout", "memcpy", "strlen", "CU_assertImplementation",
+    "rx_no_such_function", "realpath", "pthread_cond_wait"};
+
+#define N (sizeof(names) / sizeof(names[0]))
+
+static void test_same_as_dlsym(void)
+{
+	void *got[N];
+
+	errno = 1234;
+	rx__next_resolve(names, got, N);
+	CU_ASSERT_EQUAL(errno, 1234);
+	for (size_t i = 0; i < N; i++) {
+		void *want = dlsym(RTLD_NEXT, names[i]);
+
+		if (got[i] != want)
+			fprintf(stderr, "%s: %p, dlsym %p\n", names[i], got[i],
+				want);
+		CU_ASSERT_PTR_EQUAL(got[i], want);
+	}
+	/* Twice: the second pass reads the kept walk. */
+	rx__next_resolve(names, got, N);
+	for (size_t i = 0; i < N; i++)
+		CU_ASSERT_PTR_EQUAL(got[i], dlsym(RTLD_NEXT, names[i]));
+}
+
+/* Ahead of this program there is nothing but the vDSO, which defines no
+ * connect. A 0 (not -1) also says the walk was complete, so the test above
+ * compared the walk's answers, not dlsym's with themselves. */
+static void test_defined_ahead(void)
+{
+	CU_ASSERT_EQUAL(rx__next_defined_ahead("connect"), 0);
+	CU_ASSERT_EQUAL(rx__next_defined_ahead("rx_no_such_function"), 0);
+}
+
+int main(void)
+{
+	static const struct rx_test tests[] = {
+	    {"same as dlsym(RTLD_NEXT)", test_same_as_dlsym},
+	    {"defined ahead", test_defined_ahead},
+	    {NULL, NULL},
+	};
+	return rx_run_suite("nextsym", tests);
+}
