@@ -301,6 +301,29 @@ void rx__next_resolve(const char *const *names, void **out, size_t n)
 	errno = saved;
 }
 
+bool rx__next_kept(void)
+{
+	struct scope local;
+
+	return scope_of(&local)->complete &&
+	       atomic_load_explicit(&cache_state, memory_order_acquire) == 2;
+}
+
+bool rx__next_lookup(const char *name, void **out)
+{
+	uint32_t h = gnu_hash(name);
+
+	if (atomic_load_explicit(&cache_state, memory_order_acquire) != 2)
+		return false;
+	for (size_t k = 0; k < cached.n; k++) {
+		enum found f = lookup(&cached.obj[k], name, h, out);
+
+		if (f != NOT_HERE)
+			return f == FOUND;
+	}
+	return false;
+}
+
 int rx__next_defined_ahead(const char *name)
 {
 	struct scope local;

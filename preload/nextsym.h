@@ -5,6 +5,7 @@
 #ifndef RESILIX_PRELOAD_NEXTSYM_H
 #define RESILIX_PRELOAD_NEXTSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -23,6 +24,22 @@
  * dlsym's lock, error frame and full look-up per name.
  */
 void rx__next_resolve(const char *const *names, void **out, size_t n);
+
+/*
+ * rx__next_kept - walk the objects now unless a complete walk is kept;
+ * true when one is (the shim is loaded ahead of libc and every object on
+ * the way has a GNU hash table). Thread-safe; not async-signal-safe (the
+ * walk takes the loader's lock); no allocation.
+ *
+ * rx__next_lookup - what dlsym(RTLD_NEXT, @name) returns, into *@out,
+ * from the kept walk alone; true when that settles it, false when there
+ * is no kept walk or it cannot tell (ask dlsym; the same cases as
+ * rx__next_resolve's, and a name no object up to libc defines: one after
+ * libc may). Async-signal-safe and thread-safe: it reads only the kept
+ * walk and the objects' symbol tables; no allocation; preserves errno.
+ */
+bool rx__next_kept(void);
+bool rx__next_lookup(const char *name, void **out);
 
 /*
  * rx__next_defined_ahead - does an object ahead of the shim in the search

@@ -1,25 +1,36 @@
 /*
  * preload/symbols.c - the real libc functions behind our wrappers, bound
- * lazily as dlsym(RTLD_NEXT) would, all in one pass (nextsym.c, ADR-551).
+ * as dlsym(RTLD_NEXT) would find them, from one pass over the objects
+ * after the shim (nextsym.c, ADR-551).
  *
- * Design. The whole table is bound in one go, exactly once per process:
- * by the constructor, or earlier by the first wrapped call if another
- * library's constructor (jemalloc, tcmalloc, ASan) reaches us first. A
- * three-state word (unbound, binding, bound) replaces pthread_once on
- * purpose: dlsym may call calloc, and an allocator may call read, write or
- * close while it initialises. That call re-enters a wrapper on the very
- * thread that is binding; pthread_once would deadlock there, and so would
- * any thread that waited. Instead, every call made while the table is not
- * bound - the re-entered one, or one on another thread - goes straight to
- * the raw system call with syscall(2). Those calls are never tracked (the
- * shim tracks nothing before it is initialised), so nothing is lost.
+ * Design. The table is bound once per process: by the constructor, or
+ * earlier by the first wrapped call if another library's constructor
+ * (jemalloc, tcmalloc, ASan) reaches us first. That binding walks the
+ * loaded objects once and binds the seven hot names (close, read, write,
+ * send, recv, readv, writev: the ones a signal handler's first write
+ * reaches, and io.c's hot table); every other name is bound at its first
+ * call from the walk kept then, a look-up in the objects' symbol tables
+ * that takes no lock and allocates nothing, so it is safe in a signal
+ * handler. A three-state word (unbound, binding, bound) replaces
+ * pthread_once on purpose: dlsym may call calloc, and an allocator may call
+ * read, write or close while it initialises. That call re-enters a wrapper
+ * on the very thread that is binding; pthread_once would deadlock there,
+ * and so would any thread that waited. Instead, every call made while the
+ * table is not bound - the re-entered one, or one on another thread - goes
+ * straight to the raw system call with syscall(2). Those calls are never
+ * tracked (the shim tracks nothing before it is initialised), so nothing
+ * is lost. A lazy name has a word of its own; a call that finds another
+ * binding it looks the name up for itself.
  *
- * Each symbol is therefore looked up at most once per process, never
- * again from any path, including for symbols no object defines (a failing
- * dlsym always allocates its error message): an unbound symbol uses the
- * system call from then on. The fortified __read_chk/__recv_chk need no
- * real counterpart: io.c checks the buffer size itself and calls __chk_fail
- * like glibc does.
+ * Each symbol is stored at most once per process, and dlsym - needed only
+ * for what the walk cannot settle - is called at most once per symbol,
+ * never again from any path, including for symbols no object defines (a
+ * failing dlsym always allocates its error message): an unbound symbol
+ * uses the system call from then on. Without a kept walk (the shim loaded
+ * after libc) every name is bound at once with dlsym, as dlsym at first
+ * use could run in a signal handler. The fortified __read_chk/__recv_chk
+ * need no real counterpart: io.c checks the buffer size itself and calls
+ * __chk_fail like glibc does.
  *
  * The system-call fallback differs from libc only in not being a pthread
  * cancellation point, which matters solely before start-up.
@@ -74,78 +85,132 @@ typedef int (*getaddrinfo_fn)(const char *, const char *,
 
 /* The table: each real function, its type and the name it is bound by. */
 #define REALS(X)                                                               \
-	X(connect, connect_fn)                                                 \
-	X(getsockopt, getsockopt_fn)                                           \
-	X(close, close_fn)                                                     \
-	X(socket, socket_fn)                                                   \
-	X(accept, accept_fn)                                                   \
-	X(accept4, accept4_fn)                                                 \
-	X(dup, dup_fn)                                                         \
-	X(dup2, dup2_fn)                                                       \
-	X(dup3, dup3_fn)                                                       \
-	X(send, send_fn)                                                       \
-	X(recv, recv_fn)                                                       \
-	X(read, read_fn)                                                       \
-	X(write, write_fn)                                                     \
-	X(sendto, sendto_fn)                                                   \
-	X(recvfrom, recvfrom_fn)                                               \
-	X(sendmsg, sendmsg_fn)                                                 \
-	X(recvmsg, recvmsg_fn)                                                 \
-	X(writev, iov_fn)                                                      \
-	X(readv, iov_fn)                                                       \
-	X(sendmmsg, mmsg_fn)                                                   \
-	X(recvmmsg, recvmmsg_fn)                                               \
-	X(sendfile, sendfile_fn)                                               \
-	X(sendfile64, sendfile_fn)                                             \
-	X(splice, splice_fn)                                                   \
-	X(preadv2, iov2_fn)                                                    \
-	X(pwritev2, iov2_fn)                                                   \
-	X(close_range, close_range_fn)                                         \
-	X(closefrom, closefrom_fn)                                             \
-	X(fcntl, fcntl_fn)                                                     \
-	X(fcntl64, fcntl_fn)                                                   \
-	X(shutdown, shutdown_fn)                                               \
-	X(getaddrinfo, getaddrinfo_fn)
+	X(connect, connect_fn, LAZY)                                                 \
+	X(getsockopt, getsockopt_fn, LAZY)                                           \
+	X(close, close_fn, EAGER)                                                     \
+	X(socket, socket_fn, LAZY)                                                   \
+	X(accept, accept_fn, LAZY)                                                   \
+	X(accept4, accept4_fn, LAZY)                                                 \
+	X(dup, dup_fn, LAZY)                                                         \
+	X(dup2, dup2_fn, LAZY)                                                       \
+	X(dup3, dup3_fn, LAZY)                                                       \
+	X(send, send_fn, EAGER)                                                       \
+	X(recv, recv_fn, EAGER)                                                       \
+	X(read, read_fn, EAGER)                                                       \
+	X(write, write_fn, EAGER)                                                     \
+	X(sendto, sendto_fn, LAZY)                                                   \
+	X(recvfrom, recvfrom_fn, LAZY)                                               \
+	X(sendmsg, sendmsg_fn, LAZY)                                                 \
+	X(recvmsg, recvmsg_fn, LAZY)                                                 \
+	X(writev, iov_fn, EAGER)                                                      \
+	X(readv, iov_fn, EAGER)                                                       \
+	X(sendmmsg, mmsg_fn, LAZY)                                                   \
+	X(recvmmsg, recvmmsg_fn, LAZY)                                               \
+	X(sendfile, sendfile_fn, LAZY)                                               \
+	X(sendfile64, sendfile_fn, LAZY)                                             \
+	X(splice, splice_fn, LAZY)                                                   \
+	X(preadv2, iov2_fn, LAZY)                                                    \
+	X(pwritev2, iov2_fn, LAZY)                                                   \
+	X(close_range, close_range_fn, LAZY)                                         \
+	X(closefrom, closefrom_fn, LAZY)                                             \
+	X(fcntl, fcntl_fn, LAZY)                                                     \
+	X(fcntl64, fcntl_fn, LAZY)                                                   \
+	X(shutdown, shutdown_fn, LAZY)                                               \
+	X(getaddrinfo, getaddrinfo_fn, LAZY)
 
 /* Written once by the binding thread before `state` becomes BOUND
  * (release); read only after an acquire load of BOUND. */
 static struct {
-#define FIELD(name, type) type name;
+#define FIELD(name, type, when) FIELD_##when(name, type)
+#define FIELD_EAGER(name, type) type name;
+#define FIELD_LAZY(name, type)
 	REALS(FIELD)
 #undef FIELD
+#undef FIELD_EAGER
+#undef FIELD_LAZY
 } real;
 
 enum {
-#define INDEX(name, type) REAL_##name,
+#define INDEX(name, type, when) REAL_##name,
 	REALS(INDEX)
 #undef INDEX
 	NREALS
 };
 
 static const char *const real_names[NREALS] = {
-#define NAME(name, type) #name,
+#define NAME(name, type, when) #name,
     REALS(NAME)
 #undef NAME
+};
+
+enum { EAGER = 1, LAZY = 0 };
+
+static const bool real_eager[NREALS] = {
+#define WHEN(name, type, when) when,
+    REALS(WHEN)
+#undef WHEN
 };
 
 enum { UNBOUND = 0, BINDING = 1, BOUND = 2 };
 static atomic_int state = UNBOUND;
 
+/* A lazy name's real function (its `one_state` BOUND, release, after
+ * the write; read after an acquire load of BOUND). */
+static void *slot[NREALS];
+static atomic_uchar one_state[NREALS];
+
+/* Store @p as the real function of name @i: an eager name's typed field,
+ * or a lazy name's slot. */
+static void set_real(int i, void *p)
+{
+	/* Converting dlsym's void * to a function pointer is what POSIX
+	 * requires of dlsym users; GCC defines it. */
+	switch (i) {
+#define SET(name, type, when) SET_##when(name, type)
+#define SET_EAGER(name, type)                                                  \
+	case REAL_##name:                                                      \
+		real.name = (type)p;                                           \
+		return;
+#define SET_LAZY(name, type)
+		REALS(SET)
+#undef SET
+#undef SET_EAGER
+#undef SET_LAZY
+	default:
+		slot[i] = p;
+		return;
+	}
+}
+
 /*
- * Every name in one pass over the objects after the shim (ADR-551). On a
- * libc older than 2.34, close_range and closefrom stay unbound and use
- * the system call.
+ * The eager names in one pass over the objects after the shim (ADR-551):
+ * the hot ones, which a signal handler's first write reaches. The lazy
+ * ones are bound at their first call (bind_one), from the walk this pass
+ * keeps - unless it keeps none (the shim loaded after libc): then they
+ * are bound now, since dlsym at first use could run in a signal handler.
+ * On a libc older than 2.34, close_range and closefrom stay unbound and
+ * use the system call.
  */
 static void bind_all(void)
 {
+	const char *names[NREALS];
 	void *p[NREALS];
+	int idx[NREALS];
+	bool all = !rx__next_kept();
+	size_t n = 0;
 
-	rx__next_resolve(real_names, p, NREALS);
-	/* Converting dlsym's void * to a function pointer is what POSIX
-	 * requires of dlsym users; GCC defines it. */
-#define SET(name, type) real.name = (type)p[REAL_##name];
-	REALS(SET)
-#undef SET
+	for (int i = 0; i < NREALS; i++) {
+		if (!real_eager[i] && !all)
+			continue;
+		idx[n] = i;
+		names[n++] = real_names[i];
+	}
+	rx__next_resolve(names, p, n);
+	for (size_t k = 0; k < n; k++) {
+		set_real(idx[k], p[k]);
+		atomic_store_explicit(&one_state[idx[k]], BOUND,
+				      memory_order_relaxed);
+	}
 }
 
 /*
@@ -186,6 +251,63 @@ static inline __attribute__((always_inline)) bool bound(void)
 		return true;
 	return bind_slow(s);
 }
+
+/*
+ * Lazy name @i's real function, bound now if no call did yet. The look-up
+ * reads the kept walk's tables alone, which is async-signal-safe, and has
+ * no side effect: a call that finds another binding (another thread, or
+ * this one re-entered from dlsym's allocation) looks up for itself
+ * without storing. dlsym is called only for a name the walk cannot
+ * settle, by the call that binds, once (ADR-551). NULL: the system call.
+ */
+static __attribute__((noinline, cold)) void *bind_one(int i)
+{
+	unsigned char expected = UNBOUND;
+	int saved = errno;
+	void *p = NULL;
+	bool mine = atomic_compare_exchange_strong_explicit(
+	    &one_state[i], &expected, BINDING, memory_order_acq_rel,
+	    memory_order_acquire);
+
+	if (!mine && expected == BOUND)
+		return slot[i];
+	if (!rx__next_lookup(real_names[i], &p) && mine)
+		p = dlsym(RTLD_NEXT, real_names[i]);
+	if (mine) {
+		slot[i] = p;
+		atomic_store_explicit(&one_state[i], BOUND,
+				      memory_order_release);
+	}
+	errno = saved;
+	return p;
+}
+
+/* Lazy name @i's real function, NULL for the system call: once bound,
+ * two loads and two branches. */
+static inline __attribute__((always_inline)) void *real_of(int i)
+{
+	if (!bound())
+		return NULL;
+	if (__builtin_expect(atomic_load_explicit(&one_state[i],
+						  memory_order_acquire) ==
+				 BOUND,
+			     1))
+		return slot[i];
+	return bind_one(i);
+}
+
+/* lazy_<name>() - real_of with the name's type. */
+#define GETTER(name, type, when) GETTER_##when(name, type)
+#define GETTER_EAGER(name, type)
+#define GETTER_LAZY(name, type)                                                \
+	static inline type lazy_##name(void)                                   \
+	{                                                                      \
+		return (type)real_of(REAL_##name);                             \
+	}
+REALS(GETTER)
+#undef GETTER
+#undef GETTER_EAGER
+#undef GETTER_LAZY
 
 void *rx__symbol_real(const char *name, void *ours,
 		      const char *const *sonames, size_t n)
@@ -279,15 +401,19 @@ static void publish_hot(void)
 
 int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	if (bound() && real.connect)
-		return real.connect(fd, sa, len);
+	connect_fn f = lazy_connect();
+
+	if (f)
+		return f(fd, sa, len);
 	return (int)SYS(SYS_connect, fd, sa, len);
 }
 
 int rx__real_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	if (bound() && real.getsockopt)
-		return real.getsockopt(fd, level, name, val, len);
+	getsockopt_fn f = lazy_getsockopt();
+
+	if (f)
+		return f(fd, level, name, val, len);
 	return (int)SYS(SYS_getsockopt, fd, level, name, val, len);
 }
 
@@ -307,36 +433,46 @@ int rx__real_close(int fd)
 
 int rx__real_socket(int domain, int type, int protocol)
 {
-	if (bound() && real.socket)
-		return real.socket(domain, type, protocol);
+	socket_fn f = lazy_socket();
+
+	if (f)
+		return f(domain, type, protocol);
 	return (int)SYS(SYS_socket, domain, type, protocol);
 }
 
 int rx__real_accept(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	if (bound() && real.accept)
-		return real.accept(fd, sa, len);
+	accept_fn f = lazy_accept();
+
+	if (f)
+		return f(fd, sa, len);
 	return (int)SYS(SYS_accept4, fd, sa, len, 0);
 }
 
 int rx__real_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 {
-	if (bound() && real.accept4)
-		return real.accept4(fd, sa, len, flags);
+	accept4_fn f = lazy_accept4();
+
+	if (f)
+		return f(fd, sa, len, flags);
 	return (int)SYS(SYS_accept4, fd, sa, len, flags);
 }
 
 int rx__real_dup(int fd)
 {
-	if (bound() && real.dup)
-		return real.dup(fd);
+	dup_fn f = lazy_dup();
+
+	if (f)
+		return f(fd);
 	return (int)SYS(SYS_dup, fd);
 }
 
 int rx__real_dup2(int fd, int fd2)
 {
-	if (bound() && real.dup2)
-		return real.dup2(fd, fd2);
+	dup2_fn f = lazy_dup2();
+
+	if (f)
+		return f(fd, fd2);
 #ifdef SYS_dup2
 	return (int)SYS(SYS_dup2, fd, fd2);
 #else
@@ -349,8 +485,10 @@ int rx__real_dup2(int fd, int fd2)
 
 int rx__real_dup3(int fd, int fd2, int flags)
 {
-	if (bound() && real.dup3)
-		return real.dup3(fd, fd2, flags);
+	dup3_fn f = lazy_dup3();
+
+	if (f)
+		return f(fd, fd2, flags);
 	return (int)SYS(SYS_dup3, fd, fd2, flags);
 }
 
@@ -413,30 +551,38 @@ ssize_t rx__real_write(int fd, const void *buf, size_t len)
 ssize_t rx__real_sendto(int fd, const void *buf, size_t len, int flags,
 			const struct sockaddr *sa, socklen_t salen)
 {
-	if (bound() && real.sendto)
-		return real.sendto(fd, buf, len, flags, sa, salen);
+	sendto_fn f = lazy_sendto();
+
+	if (f)
+		return f(fd, buf, len, flags, sa, salen);
 	return SYS(SYS_sendto, fd, buf, len, flags, sa, salen);
 }
 
 ssize_t rx__real_recvfrom(int fd, void *buf, size_t len, int flags,
 			  struct sockaddr *sa, socklen_t *salen)
 {
-	if (bound() && real.recvfrom)
-		return real.recvfrom(fd, buf, len, flags, sa, salen);
+	recvfrom_fn f = lazy_recvfrom();
+
+	if (f)
+		return f(fd, buf, len, flags, sa, salen);
 	return SYS(SYS_recvfrom, fd, buf, len, flags, sa, salen);
 }
 
 ssize_t rx__real_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	if (bound() && real.sendmsg)
-		return real.sendmsg(fd, msg, flags);
+	sendmsg_fn f = lazy_sendmsg();
+
+	if (f)
+		return f(fd, msg, flags);
 	return SYS(SYS_sendmsg, fd, msg, flags);
 }
 
 ssize_t rx__real_recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (bound() && real.recvmsg)
-		return real.recvmsg(fd, msg, flags);
+	recvmsg_fn f = lazy_recvmsg();
+
+	if (f)
+		return f(fd, msg, flags);
 	return SYS(SYS_recvmsg, fd, msg, flags);
 }
 
@@ -470,31 +616,39 @@ ssize_t rx__real_readv(int fd, const struct iovec *iov, int iovcnt)
 
 int rx__real_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
-	if (bound() && real.sendmmsg)
-		return real.sendmmsg(fd, vec, n, flags);
+	mmsg_fn f = lazy_sendmmsg();
+
+	if (f)
+		return f(fd, vec, n, flags);
 	return (int)SYS(SYS_sendmmsg, fd, vec, n, flags);
 }
 
 int rx__real_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		      struct timespec *timeout)
 {
-	if (bound() && real.recvmmsg)
-		return real.recvmmsg(fd, vec, n, flags, timeout);
+	recvmmsg_fn f = lazy_recvmmsg();
+
+	if (f)
+		return f(fd, vec, n, flags, timeout);
 	return (int)SYS(SYS_recvmmsg, fd, vec, n, flags, timeout);
 }
 
 ssize_t rx__real_sendfile(int out, int in, off_t *off, size_t count)
 {
-	if (bound() && real.sendfile)
-		return real.sendfile(out, in, off, count);
+	sendfile_fn f = lazy_sendfile();
+
+	if (f)
+		return f(out, in, off, count);
 	return SYS(SYS_sendfile, out, in, off, count);
 }
 
 ssize_t rx__real_splice(int in, off_t *in_off, int out, off_t *out_off,
 			size_t len, unsigned int flags)
 {
-	if (bound() && real.splice)
-		return real.splice(in, in_off, out, out_off, len, flags);
+	splice_fn f = lazy_splice();
+
+	if (f)
+		return f(in, in_off, out, out_off, len, flags);
 	return SYS(SYS_splice, in, in_off, out, out_off, len, flags);
 }
 
@@ -503,16 +657,20 @@ ssize_t rx__real_splice(int in, off_t *in_off, int out, off_t *out_off,
 ssize_t rx__real_preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off,
 			 int flags)
 {
-	if (bound() && real.preadv2)
-		return real.preadv2(fd, iov, iovcnt, off, flags);
+	iov2_fn f = lazy_preadv2();
+
+	if (f)
+		return f(fd, iov, iovcnt, off, flags);
 	return SYS(SYS_preadv2, fd, iov, iovcnt, off, 0, flags);
 }
 
 ssize_t rx__real_pwritev2(int fd, const struct iovec *iov, int iovcnt,
 			  off_t off, int flags)
 {
-	if (bound() && real.pwritev2)
-		return real.pwritev2(fd, iov, iovcnt, off, flags);
+	iov2_fn f = lazy_pwritev2();
+
+	if (f)
+		return f(fd, iov, iovcnt, off, flags);
 	return SYS(SYS_pwritev2, fd, iov, iovcnt, off, 0, flags);
 }
 
@@ -521,22 +679,28 @@ ssize_t rx__real_pwritev2(int fd, const struct iovec *iov, int iovcnt,
  * may name either. */
 ssize_t rx__real_sendfile64(int out, int in, off_t *off, size_t count)
 {
-	if (bound() && real.sendfile64)
-		return real.sendfile64(out, in, off, count);
+	sendfile_fn f = lazy_sendfile64();
+
+	if (f)
+		return f(out, in, off, count);
 	return SYS(SYS_sendfile, out, in, off, count);
 }
 
 int rx__real_close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (bound() && real.close_range)
-		return real.close_range(first, last, flags);
+	close_range_fn f = lazy_close_range();
+
+	if (f)
+		return f(first, last, flags);
 	return (int)SYS(SYS_close_range, first, last, flags);
 }
 
 void rx__real_closefrom(int lowfd)
 {
-	if (bound() && real.closefrom) {
-		real.closefrom(lowfd);
+	closefrom_fn f = lazy_closefrom();
+
+	if (f) {
+		f(lowfd);
 		return;
 	}
 	/* glibc falls back to scanning /proc/self/fd when close_range is
@@ -549,22 +713,28 @@ void rx__real_closefrom(int lowfd)
  * system call takes either way. */
 int rx__real_fcntl(int fd, int cmd, long arg)
 {
-	if (bound() && real.fcntl)
-		return real.fcntl(fd, cmd, arg);
+	fcntl_fn f = lazy_fcntl();
+
+	if (f)
+		return f(fd, cmd, arg);
 	return (int)SYS(SYS_fcntl, fd, cmd, arg);
 }
 
 int rx__real_fcntl64(int fd, int cmd, long arg)
 {
-	if (bound() && real.fcntl64)
-		return real.fcntl64(fd, cmd, arg);
+	fcntl_fn f = lazy_fcntl64();
+
+	if (f)
+		return f(fd, cmd, arg);
 	return (int)SYS(SYS_fcntl, fd, cmd, arg);
 }
 
 int rx__real_shutdown(int fd, int how)
 {
-	if (bound() && real.shutdown)
-		return real.shutdown(fd, how);
+	shutdown_fn f = lazy_shutdown();
+
+	if (f)
+		return f(fd, how);
 	return (int)SYS(SYS_shutdown, fd, how);
 }
 
@@ -574,7 +744,9 @@ int rx__real_shutdown(int fd, int how)
 int rx__real_getaddrinfo(const char *node, const char *service,
 			 const struct addrinfo *hints, struct addrinfo **res)
 {
-	if (bound() && real.getaddrinfo)
-		return real.getaddrinfo(node, service, hints, res);
+	getaddrinfo_fn f = lazy_getaddrinfo();
+
+	if (f)
+		return f(node, service, hints, res);
 	return EAI_AGAIN;
 }

@@ -2,10 +2,11 @@
  * preload/symbols.h - the real libc functions behind the wrappers
  * (symbols.c), bound lazily.
  *
- * Each rx__real_X behaves like libc's X. The first call of any of them (or
- * the constructor) resolves the whole table exactly once, as
- * dlsym(RTLD_NEXT) would, in one pass over the objects after the shim
- * (nextsym.h, ADR-551). While that is in progress - on this thread (dlsym's calloc reached
+ * Each rx__real_X behaves like libc's X, found as dlsym(RTLD_NEXT) would
+ * find it (nextsym.h, ADR-551). The first call of any of them (or the
+ * constructor) walks the objects after the shim once and binds the hot
+ * names; each other name is bound from that walk at its first call,
+ * without a lock or an allocation. While that is in progress - on this thread (dlsym's calloc reached
  * an allocator that called a wrapped function) or on another - calls go to
  * the raw system call instead of waiting. A symbol dlsym cannot find stays
  * unbound and its calls use the system call for good. Thread-safe and

@@ -59,11 +59,28 @@ static void test_defined_ahead(void)
 	CU_ASSERT_EQUAL(rx__next_defined_ahead("rx_no_such_function"), 0);
 }
 
+/* The lazy look-up reads the kept walk: the same answers, and a name it
+ * cannot settle (an indirect function, a name nobody defines) is left to
+ * dlsym. */
+static void test_lookup_from_kept_walk(void)
+{
+	void *p = NULL;
+
+	CU_ASSERT_TRUE(rx__next_kept());
+	for (size_t i = 0; i < 38; i++) {
+		CU_ASSERT_TRUE(rx__next_lookup(names[i], &p));
+		CU_ASSERT_PTR_EQUAL(p, dlsym(RTLD_NEXT, names[i]));
+	}
+	CU_ASSERT_FALSE(rx__next_lookup("rx_no_such_function", &p));
+	CU_ASSERT_FALSE(rx__next_lookup("memcpy", &p));
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
 	    {"same as dlsym(RTLD_NEXT)", test_same_as_dlsym},
 	    {"defined ahead", test_defined_ahead},
+	    {"lookup from the kept walk", test_lookup_from_kept_walk},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("nextsym", tests);
