@@ -751,7 +751,9 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		const char *value = NULL;
 		const struct var *var = NULL;
 
-		if (strncmp(entry, "RESILIX_", 8) != 0)
+		/* The first byte alone turns away nearly every entry, with
+		 * no call: the first strncmp costs a lazy binding (ADR-552). */
+		if (entry[0] != 'R' || strncmp(entry, "RESILIX_", 8) != 0)
 			continue;
 		for (k = 0; k < NVARS && !value; k++) {
 			value = match(entry, vars[k].name);

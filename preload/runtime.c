@@ -7,7 +7,9 @@
  */
 #include "config.h"
 
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -31,17 +33,22 @@ atomic_uint rx__rng_epoch;
 RX_TLS struct rx_rng rx__tls_rng;
 RX_TLS unsigned rx__tls_rng_epoch;
 
-/* Map and arm the fork word (start-up). Leaves it NULL on failure. */
+/* Map and arm the fork word (start-up). Leaves it NULL on failure. The
+ * page size comes from the auxiliary vector, which start-up already
+ * reads: sysconf would be one more libc function to bind (ADR-552). */
 static void arm_fork_word(void)
 {
-	void *p =
-	    mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t page = (size_t)getauxval(AT_PAGESZ);
+	void *p;
 
+	if (page == 0)
+		page = 4096;
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return;
-	if (madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) != 0) {
-		munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+	if (madvise(p, page, MADV_WIPEONFORK) != 0) {
+		munmap(p, page);
 		return;
 	}
 	atomic_store((_Atomic uint32_t *)p, 1);
@@ -50,10 +57,16 @@ static void arm_fork_word(void)
 
 void rx__runtime_setup(void)
 {
+	struct timespec wall = {0, 0};
+
 	rx__owner_pid = getpid();
 	arm_fork_word();
+	/* The wall clock through clock_gettime, which the monotonic reads
+	 * bind anyway, rather than time() (ADR-552). */
+	(void)clock_gettime(CLOCK_REALTIME, &wall);
 	rx__rng_seed = ((uint64_t)rx__owner_pid << 32) ^ rx__now_ns() ^
-		       (uint64_t)time(NULL);
+		       ((uint64_t)wall.tv_sec * UINT64_C(1000000000) +
+			(uint64_t)wall.tv_nsec);
 	atomic_store(&rx__rng_epoch, 1);
 }
 
