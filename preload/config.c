@@ -577,14 +577,31 @@ static bool parse_var(struct rx_config *cfg, const struct var *var,
 	return false;
 }
 
-/* Does "NAME=value" start with exactly @name followed by '='? */
+/* Does "NAME=value" start with exactly @name followed by '='? Returns
+ * the value or NULL. @entry starts "RESILIX_" (ours), as every name of
+ * the tables does: most names differ from it in the byte after, which is
+ * compared first. A loop, not strlen and strncmp (ADR-552). */
 static const char *match(const char *entry, const char *name)
 {
-	size_t n = strlen(name);
+	if (entry[8] != name[8])
+		return NULL;
+	while (*name != '\0' && *entry == *name) {
+		entry++;
+		name++;
+	}
+	return *name == '\0' && *entry == '=' ? entry + 1 : NULL;
+}
 
-	if (strncmp(entry, name, n) == 0 && entry[n] == '=')
-		return entry + n + 1;
-	return NULL;
+/* Does @entry start with "RESILIX_"? */
+static bool ours(const char *entry)
+{
+	const char *p = "RESILIX_";
+
+	while (*p != '\0' && *entry == *p) {
+		entry++;
+		p++;
+	}
+	return *p == '\0';
 }
 
 static bool in_list(const char *entry, const char *const *list, size_t n)
@@ -751,9 +768,9 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		const char *value = NULL;
 		const struct var *var = NULL;
 
-		/* The first byte alone turns away nearly every entry, with
-		 * no call: the first strncmp costs a lazy binding (ADR-552). */
-		if (entry[0] != 'R' || strncmp(entry, "RESILIX_", 8) != 0)
+		/* No libc call: the first strncmp would cost a lazy
+		 * binding (ADR-552). */
+		if (!ours(entry))
 			continue;
 		for (k = 0; k < NVARS && !value; k++) {
 			value = match(entry, vars[k].name);
