@@ -43,10 +43,12 @@
 typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
 typedef void (*exit_fn)(int);
 
-/* Resolved at start-up (rx__jump_bind): dlsym is not async-signal-safe,
- * and a jump is usually made from a signal handler. */
-static jump_fn real_longjmp, real__longjmp, real_siglongjmp, real_chk;
-static exit_fn real__exit, real__Exit;
+/* Bound at first use from the walk symbols.c keeps, a look-up that takes
+ * no lock and allocates nothing, so it is safe in the signal handler that
+ * usually jumps (ADR-551); without a kept walk, at start-up
+ * (rx__jump_bind), since dlsym is not async-signal-safe. */
+static void *real_longjmp, *real__longjmp, *real_siglongjmp, *real_chk;
+static void *real__exit, *real__Exit;
 
 void rx__jump_bind(void)
 {
@@ -55,24 +57,41 @@ void rx__jump_bind(void)
 					    "siglongjmp", "__longjmp_chk"};
 	void *p[6];
 
-	/* All six in one pass, as dlsym(RTLD_NEXT) finds each (ADR-551). */
+	if (rx__next_kept())
+		return;
+	/* All six in one pass, dlsym for each (ADR-551). */
 	rx__next_resolve(names, p, 6);
-	real__exit = (exit_fn)p[0];
-	real__Exit = (exit_fn)p[1];
-	real_longjmp = (jump_fn)p[2];
-	real__longjmp = (jump_fn)p[3];
-	real_siglongjmp = (jump_fn)p[4];
-	real_chk = (jump_fn)p[5];
+	__atomic_store_n(&real__exit, p[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&real__Exit, p[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&real_longjmp, p[2], __ATOMIC_RELAXED);
+	__atomic_store_n(&real__longjmp, p[3], __ATOMIC_RELAXED);
+	__atomic_store_n(&real_siglongjmp, p[4], __ATOMIC_RELAXED);
+	__atomic_store_n(&real_chk, p[5], __ATOMIC_RELAXED);
 }
 
-/* The real function, resolved now if the start-up did not run yet. */
-static __attribute__((noreturn)) void jump(jump_fn *fn, const char *name,
+/* *@fn, or the real @name from the kept walk, kept in *@fn; NULL when the
+ * walk cannot tell. Any thread or handler may bind it: each finds the
+ * same address. */
+static void *real_of(void **fn, const char *name)
+{
+	void *p = __atomic_load_n(fn, __ATOMIC_RELAXED);
+
+	if (p == NULL && rx__next_lookup(name, &p))
+		__atomic_store_n(fn, p, __ATOMIC_RELAXED);
+	return p;
+}
+
+/* The real function, resolved now with dlsym if the walk cannot tell. */
+static __attribute__((noreturn)) void jump(void **fn, const char *name,
 					   struct __jmp_buf_tag *env, int val)
 {
+	jump_fn f;
+
 	rx__jumped();
-	if (!*fn)
-		*fn = (jump_fn)dlsym(RTLD_NEXT, name);
-	(*fn)(env, val);
+	f = (jump_fn)real_of(fn, name);
+	if (!f)
+		f = (jump_fn)dlsym(RTLD_NEXT, name);
+	f(env, val);
 	__builtin_unreachable();
 }
 
@@ -98,23 +117,27 @@ RX_EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 	jump(&real_chk, "__longjmp_chk", env, val);
 }
 
-/* The real _exit, or the system call when start-up did not run (a vfork
- * child must not resolve symbols). */
-static __attribute__((noreturn)) void quick_exit_(exit_fn fn, int status)
+/* The real _exit, or the system call when the walk cannot tell (a vfork
+ * child must not call dlsym). */
+static __attribute__((noreturn)) void quick_exit_(void **fn,
+						  const char *name, int status)
 {
+	exit_fn f;
+
 	rx__metrics_quick_exit();
-	if (fn)
-		fn(status);
+	f = (exit_fn)real_of(fn, name);
+	if (f)
+		f(status);
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }
 
 RX_EXPORT void _exit(int status)
 {
-	quick_exit_(real__exit, status);
+	quick_exit_(&real__exit, "_exit", status);
 }
 
 RX_EXPORT void _Exit(int status)
 {
-	quick_exit_(real__Exit, status);
+	quick_exit_(&real__Exit, "_Exit", status);
 }
