@@ -36,6 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#ifdef MAP_ANONYMOUS
+#define RX_HAVE_MMAP 1
+#endif
+#endif
+
 #include "common.h"
 #include "registry-inl.h"
 #include "resilix/error.h"
@@ -129,7 +136,6 @@ static void list_remove(struct rx_registry *r, struct rx__entry *e)
 	e->list = RX__LIST_PINNED;
 }
 
-/*
 /* Is an entry left for a new key, given back or never used? */
 static bool has_room(const struct rx_registry *r)
 {
@@ -468,6 +474,37 @@ int rx_registry_format(void *mem, size_t size,
 	return RX_OK;
 }
 
+/*
+ * One zeroed block for create. Where there is mmap, fresh anonymous pages:
+ * zero without being written, so a key's pages are touched when it comes
+ * (ADR-550). calloc gives that only while malloc's mapping threshold is
+ * below the block's size - it rises to 32 MB as a program frees mapped
+ * blocks - and clears the block, every page of it, otherwise; it is also
+ * one more libc function for the shim's start-up to bind. Elsewhere,
+ * calloc.
+ */
+static void *zeroed_block(size_t size)
+{
+#ifdef RX_HAVE_MMAP
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+#else
+	return calloc(1, size);
+#endif
+}
+
+static void free_block(void *p, size_t size)
+{
+#ifdef RX_HAVE_MMAP
+	(void)munmap(p, size);
+#else
+	(void)size;
+	free(p);
+#endif
+}
+
 int rx_registry_create(struct rx_registry **out,
 		       const struct rx_registry_config *rcfg,
 		       const struct rx_guard_config *gcfg)
@@ -477,20 +514,19 @@ int rx_registry_create(struct rx_registry **out,
 	if (out == NULL || size == 0)
 		return RX_EINVAL;
 	*out = NULL;
-	/* One zeroed allocation (a large calloc maps fresh pages: untouched
-	 * keys cost nothing), 16-aligned as malloc's are. */
-	void *mem = calloc(1, size);
+	void *mem = zeroed_block(size);
 	if (mem == NULL)
 		return RX_ENOMEM;
 	int rc = rx_registry_format(mem, size, rcfg, gcfg, out);
 	if (rc != RX_OK)
-		free(mem);
+		free_block(mem, size);
 	return rc;
 }
 
 void rx_registry_destroy(struct rx_registry *r)
 {
-	free(r);
+	if (r != NULL)
+		free_block(r, (size_t)r->size);
 }
 
 struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
