@@ -52,8 +52,8 @@ static void *real__exit, *real__Exit;
 
 void rx__jump_bind(void)
 {
-	static const char *const names[] = {"_exit",	"_Exit",
-					    "longjmp",	"_longjmp",
+	static const char *const names[] = {"_exit",	  "_Exit",
+					    "longjmp",	  "_longjmp",
 					    "siglongjmp", "__longjmp_chk"};
 	void *p[6];
 
@@ -119,8 +119,8 @@ RX_EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 
 /* The real _exit, or the system call when the walk cannot tell (a vfork
  * child must not call dlsym). */
-static __attribute__((noreturn)) void quick_exit_(void **fn,
-						  const char *name, int status)
+static __attribute__((noreturn)) void quick_exit_(void **fn, const char *name,
+						  int status)
 {
 	exit_fn f;
 

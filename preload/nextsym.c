@@ -40,10 +40,10 @@
 #define MAX_OBJECTS 16
 
 struct object {
-	const ElfW(Sym) *symtab;
+	const ElfW(Sym) * symtab;
 	const char *strtab;
 	const uint32_t *gnu_hash;
-	const ElfW(Half) *versym; /* NULL: no symbol versions */
+	const ElfW(Half) * versym; /* NULL: no symbol versions */
 	ElfW(Addr) base;
 };
 
@@ -53,7 +53,7 @@ struct scope {
 	uintptr_t self; /* an address inside the shim */
 	bool after_self;
 	bool ahead_complete; /* every object ahead recorded */
-	bool complete;	     /* libc reached, every object on the way recorded */
+	bool complete; /* libc reached, every object on the way recorded */
 	size_t nahead, n;
 	struct object ahead[MAX_OBJECTS];
 	struct object obj[MAX_OBJECTS];
@@ -182,13 +182,12 @@ enum found { NOT_HERE, FOUND, UNSURE };
 
 /* Is @sym a definition the loader's look-up accepts as one? (The
  * ELF64_ST_ macros read st_info the same way for both ELF classes.) */
-static bool defines(const ElfW(Sym) *sym)
+static bool defines(const ElfW(Sym) * sym)
 {
 	unsigned type = ELF64_ST_TYPE(sym->st_info);
 
 	if (sym->st_shndx == SHN_UNDEF ||
-	    (sym->st_value == 0 && sym->st_shndx != SHN_ABS &&
-	     type != STT_TLS))
+	    (sym->st_value == 0 && sym->st_shndx != SHN_ABS && type != STT_TLS))
 		return false;
 	return type == STT_NOTYPE || type == STT_OBJECT || type == STT_FUNC ||
 	       type == STT_COMMON || type == STT_TLS || type == STT_GNU_IFUNC;
@@ -196,7 +195,7 @@ static bool defines(const ElfW(Sym) *sym)
 
 /* A definition we can hand out as it is: global or weak, and an address
  * (not an indirect function's resolver, not a thread-local offset). */
-static enum found take(const struct object *o, const ElfW(Sym) *sym,
+static enum found take(const struct object *o, const ElfW(Sym) * sym,
 		       void **out)
 {
 	unsigned type = ELF64_ST_TYPE(sym->st_info);
@@ -221,7 +220,8 @@ static enum found lookup(const struct object *o, const char *name, uint32_t h,
 	uint32_t nbuckets = gh[0], symoffset = gh[1], nbloom = gh[2];
 	uint32_t shift = gh[3];
 	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(const void *)(gh + 4);
-	const uint32_t *buckets = (const uint32_t *)(const void *)(bloom + nbloom);
+	const uint32_t *buckets =
+	    (const uint32_t *)(const void *)(bloom + nbloom);
 	const uint32_t *chain = buckets + nbuckets;
 	const unsigned bits = sizeof(ElfW(Addr)) * 8;
 	const ElfW(Sym) *versioned = NULL;
@@ -241,8 +241,8 @@ static enum found lookup(const struct object *o, const char *name, uint32_t h,
 		uint32_t h2 = chain[i - symoffset];
 		const ElfW(Sym) *sym = &o->symtab[i];
 
-		if (((h2 ^ h) >> 1) == 0 && same(name, o->strtab + sym->st_name) &&
-		    defines(sym)) {
+		if (((h2 ^ h) >> 1) == 0 &&
+		    same(name, o->strtab + sym->st_name) && defines(sym)) {
 			ElfW(Half) v = o->versym ? o->versym[i] : 0;
 
 			if ((v & 0x7fff) < 2)

@@ -83,39 +83,40 @@ typedef int (*shutdown_fn)(int, int);
 typedef int (*getaddrinfo_fn)(const char *, const char *,
 			      const struct addrinfo *, struct addrinfo **);
 
-/* The table: each real function, its type and the name it is bound by. */
+/* The table: each real function by the name it is bound by, its type,
+ * and when it is bound: EAGER with the table, LAZY at its first call. */
 #define REALS(X)                                                               \
-	X(connect, connect_fn, LAZY)                                                 \
-	X(getsockopt, getsockopt_fn, LAZY)                                           \
-	X(close, close_fn, EAGER)                                                     \
-	X(socket, socket_fn, LAZY)                                                   \
-	X(accept, accept_fn, LAZY)                                                   \
-	X(accept4, accept4_fn, LAZY)                                                 \
-	X(dup, dup_fn, LAZY)                                                         \
-	X(dup2, dup2_fn, LAZY)                                                       \
-	X(dup3, dup3_fn, LAZY)                                                       \
-	X(send, send_fn, EAGER)                                                       \
-	X(recv, recv_fn, EAGER)                                                       \
-	X(read, read_fn, EAGER)                                                       \
-	X(write, write_fn, EAGER)                                                     \
-	X(sendto, sendto_fn, LAZY)                                                   \
-	X(recvfrom, recvfrom_fn, LAZY)                                               \
-	X(sendmsg, sendmsg_fn, LAZY)                                                 \
-	X(recvmsg, recvmsg_fn, LAZY)                                                 \
-	X(writev, iov_fn, EAGER)                                                      \
-	X(readv, iov_fn, EAGER)                                                       \
-	X(sendmmsg, mmsg_fn, LAZY)                                                   \
-	X(recvmmsg, recvmmsg_fn, LAZY)                                               \
-	X(sendfile, sendfile_fn, LAZY)                                               \
-	X(sendfile64, sendfile_fn, LAZY)                                             \
-	X(splice, splice_fn, LAZY)                                                   \
-	X(preadv2, iov2_fn, LAZY)                                                    \
-	X(pwritev2, iov2_fn, LAZY)                                                   \
-	X(close_range, close_range_fn, LAZY)                                         \
-	X(closefrom, closefrom_fn, LAZY)                                             \
-	X(fcntl, fcntl_fn, LAZY)                                                     \
-	X(fcntl64, fcntl_fn, LAZY)                                                   \
-	X(shutdown, shutdown_fn, LAZY)                                               \
+	X(connect, connect_fn, LAZY)                                           \
+	X(getsockopt, getsockopt_fn, LAZY)                                     \
+	X(close, close_fn, EAGER)                                              \
+	X(socket, socket_fn, LAZY)                                             \
+	X(accept, accept_fn, LAZY)                                             \
+	X(accept4, accept4_fn, LAZY)                                           \
+	X(dup, dup_fn, LAZY)                                                   \
+	X(dup2, dup2_fn, LAZY)                                                 \
+	X(dup3, dup3_fn, LAZY)                                                 \
+	X(send, send_fn, EAGER)                                                \
+	X(recv, recv_fn, EAGER)                                                \
+	X(read, read_fn, EAGER)                                                \
+	X(write, write_fn, EAGER)                                              \
+	X(sendto, sendto_fn, LAZY)                                             \
+	X(recvfrom, recvfrom_fn, LAZY)                                         \
+	X(sendmsg, sendmsg_fn, LAZY)                                           \
+	X(recvmsg, recvmsg_fn, LAZY)                                           \
+	X(writev, iov_fn, EAGER)                                               \
+	X(readv, iov_fn, EAGER)                                                \
+	X(sendmmsg, mmsg_fn, LAZY)                                             \
+	X(recvmmsg, recvmmsg_fn, LAZY)                                         \
+	X(sendfile, sendfile_fn, LAZY)                                         \
+	X(sendfile64, sendfile_fn, LAZY)                                       \
+	X(splice, splice_fn, LAZY)                                             \
+	X(preadv2, iov2_fn, LAZY)                                              \
+	X(pwritev2, iov2_fn, LAZY)                                             \
+	X(close_range, close_range_fn, LAZY)                                   \
+	X(closefrom, closefrom_fn, LAZY)                                       \
+	X(fcntl, fcntl_fn, LAZY)                                               \
+	X(fcntl64, fcntl_fn, LAZY)                                             \
+	X(shutdown, shutdown_fn, LAZY)                                         \
 	X(getaddrinfo, getaddrinfo_fn, LAZY)
 
 /* Written once by the binding thread before `state` becomes BOUND
@@ -134,7 +135,7 @@ enum {
 #define INDEX(name, type, when) REAL_##name,
 	REALS(INDEX)
 #undef INDEX
-	NREALS
+	    NREALS
 };
 
 static const char *const real_names[NREALS] = {
@@ -288,9 +289,8 @@ static inline __attribute__((always_inline)) void *real_of(int i)
 {
 	if (!bound())
 		return NULL;
-	if (__builtin_expect(atomic_load_explicit(&one_state[i],
-						  memory_order_acquire) ==
-				 BOUND,
+	if (__builtin_expect(atomic_load_explicit(
+				 &one_state[i], memory_order_acquire) == BOUND,
 			     1))
 		return slot[i];
 	return bind_one(i);

@@ -17,11 +17,10 @@
 static const char *const names[] = {
     "connect", "getsockopt", "close", "socket", "accept", "accept4", "dup",
     "dup2", "dup3", "send", "recv", "read", "write", "sendto", "recvfrom",
-    "sendmsg", "recvmsg", "writev", "readv", "sendmmsg", "recvmmsg",
-    "sendfile", "sendfile64", "splice", "preadv2", "pwritev2",
-    "close_range", "closefrom", "fcntl", "fcntl64", "shutdown",
-    "getaddrinfo", "_exit", "_Exit", "longjmp", "_longjmp", "siglongjmp",
-    "__longjmp_chk",
+    "sendmsg", "recvmsg", "writev", "readv", "sendmmsg", "recvmmsg", "sendfile",
+    "sendfile64", "splice", "preadv2", "pwritev2", "close_range", "closefrom",
+    "fcntl", "fcntl64", "shutdown", "getaddrinfo", "_exit", "_Exit", "longjmp",
+    "_longjmp", "siglongjmp", "__longjmp_chk",
     /* data, indirect functions, another library, nobody, a versioned
      * name with an old compatibility version beside the default one */
     "environ", "stdout", "memcpy", "strlen", "CU_assertImplementation",
