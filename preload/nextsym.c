@@ -4,7 +4,7 @@
  *
  * dlsym costs some 800 instructions a name (the loader's lock, an error
  * frame, a look-up through every object of the scope), and the shim binds
- * 38 names in every process. The objects that follow the shim in the
+ * up to 38 names in every process. The objects that follow the shim in the
  * global search order are, in that order, the ones dl_iterate_phdr lists
  * after it: the loader keeps its list of the objects loaded at start-up
  * in search order, and appends everything dlopen loads later. So one walk
@@ -13,6 +13,9 @@
  * hash tables (the Bloom filter rejects most objects in a few
  * instructions), accepting a definition as the loader's dlsym does
  * (defined, a function, data or untyped symbol, the default version).
+ * The first complete walk is kept - the objects loaded at start-up are
+ * never unloaded - and a later look-up reads only it and the symbol
+ * tables: no lock, no allocation, so a signal handler may make it.
  *
  * Whatever the walk cannot settle exactly goes to dlsym, name by name:
  * the shim loaded after libc (a dlopen), an object on the way without a
