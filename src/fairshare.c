@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "fairshare-inl.h"
 #include "resilix/error.h"
 #include "resilix/fairshare.h"
 

@@ -75,6 +75,10 @@ struct rx_fairshare {
 	uint32_t count[RX_FAIRSHARE_TENANTS][RX_FAIRSHARE_EPOCHS];
 	uint32_t in_flight; /* the gate policy's own */
 	uint32_t pad;
+	/* The guard's (ADR-490): the first tenant that called, and whether
+	 * another has since (then every admission is counted). */
+	uint32_t first;
+	uint32_t many;
 	uint64_t shed;	    /* refused by this policy */
 	uint64_t untracked; /* admitted with no row free */
 };

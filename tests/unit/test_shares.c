@@ -208,6 +208,10 @@ static void test_guard_bulk_yields_to_critical(void)
 	unsigned i;
 
 	make(&g, 4);
+	/* Both buckets have called on the key: from then on every admitted
+	 * call is counted (ADR-490). */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &cc, &p, &why), RX_ADMIT);
+	rx_guard_settle(&g, &p, &ok);
 	/* Bulk borrows the idle limit. */
 	for (i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(rx_guard_admit(&g, &cb, &bulk[i], &why),
@@ -250,6 +254,9 @@ static void test_guard_tenant_shed_and_release(void)
 	unsigned i;
 
 	make(&g, 4);
+	/* Two tenants have called: every admission counts (ADR-490). */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &light, &p, &why), RX_ADMIT);
+	rx_guard_settle(&g, &p, &ok);
 	for (i = 0; i < 20; i++) {
 		CU_ASSERT_EQUAL(rx_guard_admit(&g, &heavy, &p, &why), RX_ADMIT);
 		rx_guard_settle(&g, &p, &ok);
@@ -276,6 +283,57 @@ static void test_guard_tenant_shed_and_release(void)
 			rx_fairshare_heaviness(&before.fairshare, 2, 10 * MS));
 }
 
+/* A bucket and a tenant alone on a key are not counted: no share ticket,
+ * nothing in busy[] or the tenants' table, and the limiter's own answer at
+ * the limit (ADR-490). A second bucket and tenant start the counting; the
+ * first one's uncounted calls settle without touching the counts. */
+static void test_guard_alone_not_counted(void)
+{
+	struct rx_guard g;
+	struct rx_gate_permit held[4], p, q;
+	struct rx_refusal why;
+	struct rx_admit_ctx one = {10 * MS, NULL, false, RX_BUCKET_CRITICAL, 7};
+	struct rx_admit_ctx two = {10 * MS, NULL, false, RX_BUCKET_BULK, 8};
+	struct rx_observation ok = {RX_SUCCESS, 1000, 20 * MS};
+	struct rx_observation rel = {RX_REJECTED, 0, 20 * MS};
+	unsigned i;
+
+	make(&g, 4);
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &held[i], &why),
+				RX_ADMIT);
+		CU_ASSERT_EQUAL(held[i].count, 2); /* breaker, limiter */
+	}
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 0);
+	CU_ASSERT_EQUAL(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS), 0);
+	CU_ASSERT_FALSE(g.fairshare.many);
+	/* Alone at the limit: not guaranteed, the limiter refuses. */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &p, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_LIMITER_FULL);
+	/* A second bucket and tenant: guaranteed its share, counted. */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &two, &q, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(q.count, 3);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_BULK], 1);
+	CU_ASSERT_TRUE(g.fairshare.many);
+	CU_ASSERT(rx_fairshare_heaviness(&g.fairshare, 8, 10 * MS) > 0);
+	/* The first bucket's calls from before settle leaving the counts;
+	 * its calls from now on are counted. */
+	for (i = 0; i < 4; i++)
+		rx_guard_settle(&g, &held[i], &ok);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 0);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_BULK], 1);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &p, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(p.count, 3);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 1);
+	CU_ASSERT(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS) > 0);
+	rx_guard_settle(&g, &p, &rel);
+	rx_guard_settle(&g, &q, &ok);
+	for (i = 0; i < RX_BUCKET_COUNT; i++)
+		CU_ASSERT_EQUAL(g.partition.busy[i], 0);
+	CU_ASSERT_EQUAL(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS), 0);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+}
+
 static void test_guard_shares_off_by_default(void)
 {
 	struct rx_guard_config c;
@@ -300,6 +358,8 @@ int main(void)
 	     test_guard_bulk_yields_to_critical},
 	    {"guard: tenant shed, release exact",
 	     test_guard_tenant_shed_and_release},
+	    {"guard: a bucket and a tenant alone are not counted",
+	     test_guard_alone_not_counted},
 	    {"guard: shares off by default", test_guard_shares_off_by_default},
 	    {NULL, NULL},
 	};
