@@ -167,7 +167,8 @@ static RX__INLINE void shares_take(struct rx_guard *g,
 		b1 = (uint32_t)(b + 1) << 8;
 	}
 	if (RX__UNLIKELY(rx__fairshare_note(&g->fairshare, ctx->tenant)))
-		rx_fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns, st);
+		rx__fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns,
+				   st);
 	st->generation |= b1;
 }
 
@@ -185,8 +186,9 @@ static RX__INLINE uint32_t with_shares(const struct rx_guard *g,
 }
 
 /* Give back what shares_take counted (@st: the permit's share ticket). */
-static void shares_settle(struct rx_guard *g, const struct rx_ticket *st,
-			  enum rx_verdict v)
+static RX__INLINE void shares_settle(struct rx_guard *g,
+				     const struct rx_ticket *st,
+				     enum rx_verdict v)
 {
 	uint32_t b1 = st->generation >> 8;
 

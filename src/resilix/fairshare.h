@@ -70,6 +70,7 @@ struct rx_fairshare {
 	struct rx_fairshare_config cfg;
 	uint64_t half_life_ns;
 	uint64_t epoch;				/* latest epoch seen */
+	uint64_t epoch_end_ns; /* (epoch + 1) x half-life once taken, else 0 */
 	uint64_t slot_epoch[RX_FAIRSHARE_EPOCHS]; /* epoch + 1; 0 = none */
 	uint32_t id[RX_FAIRSHARE_TENANTS];	/* 0 = free */
 	uint32_t count[RX_FAIRSHARE_TENANTS][RX_FAIRSHARE_EPOCHS];

@@ -8,6 +8,7 @@
 
 #include "../support/cunit_main.h"
 #include "../support/fake_clock.h"
+#include "fairshare-inl.h"
 #include "resilix.h"
 
 #define MS RX_NS_PER_MS
@@ -182,6 +183,36 @@ static void test_fairshare_release_exact(void)
 	CU_ASSERT_EQUAL(f.untracked, 0);
 }
 
+/* The guard's inline take (fairshare-inl.h, ADR-490) leaves the table and
+ * the ticket exactly as rx_fairshare_take does: within an epoch, at its
+ * last nanosecond and the next one, with the clock going back, for a
+ * newcomer and for tenant 0. */
+static void test_fairshare_inline_take_same(void)
+{
+	static const uint64_t at_ms[] = {0,	1,     9999,  10000, 5000,
+					 10001, 25000, 24000, 95000, 95001};
+	static const uint32_t who[] = {1, 2, 1, 3, 0, 1, 2, 2, 1, 4};
+	struct rx_fairshare_config c;
+	struct rx_fairshare a, b;
+	struct rx_ticket ta, tb;
+	unsigned i, k;
+
+	rx_fairshare_config_default(&c);
+	CU_ASSERT_EQUAL_FATAL(rx_fairshare_init(&a, &c), RX_OK);
+	CU_ASSERT_EQUAL_FATAL(rx_fairshare_init(&b, &c), RX_OK);
+	for (i = 0; i < sizeof(at_ms) / sizeof(at_ms[0]); i++)
+		for (k = 0; k < 3; k++) {
+			uint64_t now = at_ms[i] * MS - (k == 2 && at_ms[i]);
+
+			rx_fairshare_take(&a, who[i], now, &ta);
+			rx__fairshare_take(&b, who[i], now, &tb);
+			CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof(a)), 0);
+			CU_ASSERT_EQUAL(memcmp(&ta, &tb, sizeof(ta)), 0);
+		}
+	/* The epoch's end is kept with the epoch: no division inside it. */
+	CU_ASSERT_EQUAL(a.epoch_end_ns, (a.epoch + 1) * c.half_life_ms * MS);
+}
+
 /* A guard with shares on and a limiter holding exactly @limit calls. */
 static struct rx_window_slot slots[32];
 static void make(struct rx_guard *g, uint32_t limit)
@@ -354,6 +385,8 @@ int main(void)
 	    {"fairshare sheds the heaviest", test_fairshare_heaviest_shed},
 	    {"fairshare decays", test_fairshare_decays},
 	    {"fairshare release is exact", test_fairshare_release_exact},
+	    {"fairshare: the inline take is the full one",
+	     test_fairshare_inline_take_same},
 	    {"guard: bulk yields to critical",
 	     test_guard_bulk_yields_to_critical},
 	    {"guard: tenant shed, release exact",
