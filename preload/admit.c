@@ -856,6 +856,12 @@ int rx__admit_setup(const char **what)
 
 	if (!rx__fifo_setup(rx__cfg.registry.max_keys))
 		return RX_ENOMEM; /* ADR-383 */
+	/* Per process in both modes (ADR-382, ADR-491). */
+	if (rx__cfg.timeout_ms > 0 &&
+	    !rx__deadline_setup(rx__cfg.registry.max_keys)) {
+		*what = "cannot map the key locks";
+		return RX_ENOMEM;
+	}
 	/* RESILIX_SHARED: the registry, its locks and the wait words live
 	 * in the segment; refused or unset, in this process (ADR-480). */
 	if (rx__shared_setup(&rx__cfg, sizeof(struct key_wait), &v) == 1) {
@@ -868,9 +874,7 @@ int rx__admit_setup(const char **what)
 	}
 	guard_locks = map_per_key(sizeof(struct rx_lock));
 	key_waits = map_per_key(sizeof(struct key_wait));
-	if (!guard_locks || !key_waits ||
-	    (rx__cfg.timeout_ms > 0 && /* ADR-382 */
-	     !rx__deadline_setup(rx__cfg.registry.max_keys))) {
+	if (!guard_locks || !key_waits) {
 		*what = "cannot map the key locks";
 		return RX_ENOMEM;
 	}
@@ -942,6 +946,7 @@ void rx__admit_after_fork_child(void)
 	 * and others may hold the rest. The child takes a slot of its own. */
 	if (rx__shared_on) {
 		rx__shared_after_fork_child();
+		rx__deadline_forget(); /* the parent's calls, not ours */
 		return;
 	}
 	/* Held or not, every lock is free in the child: a lock held by a
