@@ -35,14 +35,17 @@ static inline void rx__permit_copy(struct rx_gate_permit *dst,
 	uint32_t i;
 
 	dst->count = n;
-	/* The usual one or two tickets by hand: the compiler would turn
-	 * the loop into a memmove call. */
+	/* The usual one to three tickets by hand (the third: a shared
+	 * key's shares, ADR-490): the compiler would turn the loop into a
+	 * memmove call. */
 	if (n > 0)
 		dst->tickets[0] = src->tickets[0];
 	if (n > 1)
 		dst->tickets[1] = src->tickets[1];
 	if (n > 2)
-		for (i = 2; i < n; i++)
+		dst->tickets[2] = src->tickets[2];
+	if (n > 3)
+		for (i = 3; i < n; i++)
 			dst->tickets[i] = src->tickets[i];
 }
 

@@ -58,6 +58,27 @@ bool rx__deadline_setup(uint32_t max_keys)
 	return true;
 }
 
+void rx__deadline_forget(void)
+{
+	uint32_t k;
+
+	if (!rx__deadlines_on)
+		return;
+	/* Zero pages on demand in place of the copy: the child copies none
+	 * of the parent's. Should the kernel refuse, clear them one by one. */
+	if (madvise(key_deadlines,
+		    (size_t)rx__cfg.registry.max_keys *
+			sizeof(struct key_deadlines),
+		    MADV_DONTNEED) == 0)
+		return;
+	for (k = 0; k < rx__cfg.registry.max_keys; k++) {
+		struct key_deadlines *kd = &key_deadlines[k];
+
+		while (kd->head != kd->tail)
+			kd->e[++kd->head % DL_RING].seq = 0;
+	}
+}
+
 /* Arm a deadline for the call @permit admitted on slot @slot at @now:
  * its sequence number, or 0 when the ring is full (nothing armed). */
 uint16_t rx__deadline_push(uint32_t slot, uint64_t now,

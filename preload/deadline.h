@@ -13,14 +13,22 @@
 #include "resilix/gate.h"
 #include "resilix/guard.h"
 
-/* True once rx__deadline_setup succeeded (RESILIX_TIMEOUT_MS set, per
- * process registry); read-only after start-up. */
+/* True once rx__deadline_setup succeeded (RESILIX_TIMEOUT_MS set; the
+ * rings are per process, with or without a shared segment: ADR-491);
+ * read-only after start-up but for a shared-mode child's forget. */
 extern bool rx__deadlines_on;
 
 /* rx__deadline_setup - map one ring per registry slot (@max_keys of them;
  * untouched pages cost nothing). Start-up only; false when it cannot be
  * mapped. */
 bool rx__deadline_setup(uint32_t max_keys);
+
+/* rx__deadline_forget - a forked child of a shared-segment process
+ * (ADR-491): drop every entry of its copy of the rings, which are its
+ * parent's calls on guards both still share - the parent settles them;
+ * the child's inherited records then find their entries gone and settle
+ * nothing. One madvise; no lock held (the child's only thread). */
+void rx__deadline_forget(void);
 
 /* rx__deadline_push - arm a deadline of now + RESILIX_TIMEOUT_MS for the
  * call @permit admitted on slot @slot at @now (ns), owned by @owner (the

@@ -49,7 +49,9 @@
 #include "symbols.h"
 
 #define SHM_MAGIC "RXSHARE"  /* 8 bytes with its NUL */
-#define SHM_VERSION 2u /* 2: criticality and tenant shares (ADR-489) */
+/* 2: criticality and tenant shares (ADR-489); 3: counted once a second
+ * bucket or tenant calls (ADR-490). */
+#define SHM_VERSION 3u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

@@ -100,4 +100,47 @@ static inline uint32_t rx__shm_busy(const struct rx_guard *g)
 	return g->partition.busy[rx__shm_bucket % RX_BUCKET_COUNT];
 }
 
+/*
+ * What this process holds on a key, measured (ADR-483): the shared
+ * counters read before a guard call and the change after it, both under
+ * the key's lock, added to this process's hold row - so a process that
+ * dies gives back exactly what it took. Two branches on a word set at
+ * start-up when the segment is off.
+ */
+struct rx_shm_mark {
+	bool on;
+	uint32_t calls, lim, probes, queued, bucket;
+	struct rx_shm_hold *hold; /* this process's, for the key */
+};
+
+/* Before the guard call on @g, whose lock (key slot @slot) is held. */
+static inline void rx__shm_mark_begin(struct rx_shm_mark *m,
+				      const struct rx_guard *g, ptrdiff_t slot)
+{
+	m->on = rx__shared_on;
+	if (!m->on)
+		return;
+	m->hold = &rx__shm_holds[slot];
+	m->calls = g->in_flight;
+	m->lim = g->limiter.in_flight;
+	m->probes = g->breaker.probes_in_flight;
+	m->queued = g->limiter.queued;
+	m->bucket = rx__shm_busy(g);
+}
+
+/* After it, the lock still held: the changes go to the hold row. */
+static inline void rx__shm_mark_end(const struct rx_shm_mark *m,
+				    const struct rx_guard *g)
+{
+	struct rx_shm_hold *h = m->hold;
+
+	if (!m->on)
+		return;
+	h->calls += (int32_t)(g->in_flight - m->calls);
+	h->lim += (int32_t)(g->limiter.in_flight - m->lim);
+	h->probes += (int32_t)(g->breaker.probes_in_flight - m->probes);
+	h->queued += (int32_t)(g->limiter.queued - m->queued);
+	h->bucket += (int32_t)(rx__shm_busy(g) - m->bucket);
+}
+
 #endif

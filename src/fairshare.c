@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "fairshare-inl.h"
 #include "resilix/error.h"
 #include "resilix/fairshare.h"
 
@@ -50,11 +51,15 @@ int rx_fairshare_init(struct rx_fairshare *f,
 	return RX_OK;
 }
 
-/* The epoch of @now_ns, never before the latest one seen. */
+/* The epoch of @now_ns, never before the latest one seen; no division
+ * while @now_ns is still in it. */
 static uint64_t epoch_of(const struct rx_fairshare *f, uint64_t now_ns)
 {
-	uint64_t e = now_ns / f->half_life_ns;
+	uint64_t e;
 
+	if (now_ns < f->epoch_end_ns)
+		return f->epoch;
+	e = now_ns / f->half_life_ns;
 	return e > f->epoch ? e : f->epoch;
 }
 
@@ -162,7 +167,12 @@ void rx_fairshare_take(struct rx_fairshare *f, uint32_t tenant,
 	ticket->flags = 0;
 	if (tenant == 0)
 		return;
-	f->epoch = e;
+	if (e != f->epoch || f->epoch_end_ns == 0) {
+		f->epoch = e;
+		f->epoch_end_ns = e + 1 <= UINT64_MAX / f->half_life_ns
+				      ? (e + 1) * f->half_life_ns
+				      : UINT64_MAX;
+	}
 	/* The usual case: the slot is this epoch's, the tenant has a row. */
 	if (f->slot_epoch[s] == e + 1 && row >= 0) {
 		if (f->count[row][s] < UINT32_MAX)

@@ -22,7 +22,9 @@
 
 #include "breaker-inl.h"
 #include "common.h"
+#include "fairshare-inl.h"
 #include "limiter-inl.h"
+#include "partition-inl.h"
 #include "resilix/error.h"
 #include "resilix/guard.h"
 
@@ -144,29 +146,56 @@ static inline void prime(struct rx_ticket *t, uint64_t now_ns)
 
 /* ---- shares: criticality and tenants before the limiter (ADR-489) ---- */
 
-/* Count an admitted call in its bucket and tenant, into the share ticket
- * @st: generation holds (bucket + 1) << 8 | the tenant's untracked mark. */
-static void shares_take(struct rx_guard *g, const struct rx_admit_ctx *ctx,
-			struct rx_ticket *st)
+/* Count an admitted call in its bucket and its tenant, each only once a
+ * second bucket (tenant) has called on the key (ADR-490), into the share
+ * ticket @st: generation holds (bucket + 1) << 8 | the tenant's
+ * untracked mark, flags the tenant's row + 1; all zero when nothing was
+ * counted, and the permit then leaves the ticket out (with_shares). */
+static RX__INLINE void shares_take(struct rx_guard *g,
+				   const struct rx_admit_ctx *ctx,
+				   struct rx_ticket *st)
 {
 	unsigned b = ctx->bucket < RX_BUCKET_COUNT ? ctx->bucket
 						   : RX_BUCKET_BULK;
+	uint32_t b1 = 0;
 
-	g->partition.busy[b] = rx__sat_inc32(g->partition.busy[b]);
-	rx_fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns, st);
-	st->generation |= (uint32_t)(b + 1) << 8;
+	st->start_ns = 0;
+	st->generation = 0;
+	st->flags = 0;
+	if (RX__UNLIKELY(rx__partition_note(&g->partition, b))) {
+		g->partition.busy[b] = rx__sat_inc32(g->partition.busy[b]);
+		b1 = (uint32_t)(b + 1) << 8;
+	}
+	if (RX__UNLIKELY(rx__fairshare_note(&g->fairshare, ctx->tenant)))
+		rx__fairshare_take(&g->fairshare, ctx->tenant, ctx->now_ns,
+				   st);
+	st->generation |= b1;
+}
+
+/* The count of a permit admitted with the policies' @n tickets: one more
+ * when the shares counted the call (shares_take wrote the ticket after
+ * the policies'). */
+static RX__INLINE uint32_t with_shares(const struct rx_guard *g,
+				       const struct rx_gate_permit *permit,
+				       uint32_t n)
+{
+	const struct rx_ticket *st = &permit->tickets[g->gate.count];
+
+	return n + (RX__UNLIKELY(g->shares_on) &&
+		    (st->generation | st->flags) != 0);
 }
 
 /* Give back what shares_take counted (@st: the permit's share ticket). */
-static void shares_settle(struct rx_guard *g, const struct rx_ticket *st,
-			  enum rx_verdict v)
+static RX__INLINE void shares_settle(struct rx_guard *g,
+				     const struct rx_ticket *st,
+				     enum rx_verdict v)
 {
 	uint32_t b1 = st->generation >> 8;
 
-	if (b1 == 0)
-		return; /* nothing was counted */
-	b1 = (b1 - 1) & 3; /* RX_BUCKET_COUNT buckets */
-	g->partition.busy[b1] = rx__sat_dec32(g->partition.busy[b1]);
+	if (b1 != 0) {
+		b1 = (b1 - 1) & 3; /* RX_BUCKET_COUNT buckets */
+		g->partition.busy[b1] = rx__sat_dec32(g->partition.busy[b1]);
+	}
 	if (RX__UNLIKELY(v == RX_REJECTED)) {
 		struct rx_ticket t = *st;
 
@@ -175,26 +204,21 @@ static void shares_settle(struct rx_guard *g, const struct rx_ticket *st,
 	}
 }
 
-/* The limiter's step with shares on: see guard.h. */
+/* The limiter's step with shares on, under pressure (see guard.h):
+ * @limit is the limiter's L, which the backlog reaches. */
 static RX__NOINLINE enum rx_decision
-shares_admit(struct rx_guard *g, const struct rx_admit_ctx *ctx,
-	     struct rx_ticket *t, struct rx_ticket *st, struct rx_refusal *why)
+shares_pressed(struct rx_guard *g, const struct rx_admit_ctx *ctx,
+	       struct rx_ticket *t, struct rx_ticket *st,
+	       struct rx_refusal *why, uint32_t limit)
 {
 	struct rx_limiter *l = &g->limiter;
-	uint32_t limit = rx__limiter_band_limit(l, ctx->now_ns);
-	uint64_t slots = rx__limiter_slot_limit(l, limit);
-	bool pressure = (uint64_t)l->in_flight + l->queued >= slots;
 	enum rx_decision d;
 
-	if (!pressure) {
-		/* Below the limit every bucket borrows and nobody is shed:
-		 * the limiter admits, and the call is counted. */
-		rx__limiter_take_slot(l, ctx->now_ns, t);
-		shares_take(g, ctx, st);
-		return RX_ADMIT;
-	}
-	switch (rx_partition_decide(&g->partition, ctx->bucket, limit,
-				    pressure)) {
+	/* A bucket alone on the key passes (ADR-487), uncounted (ADR-490). */
+	switch (rx__partition_note(&g->partition, ctx->bucket)
+		    ? rx_partition_decide(&g->partition, ctx->bucket, limit,
+					  true)
+		    : RX_PARTITION_PASS) {
 	case RX_PARTITION_SHED:
 		why->reason = RX_REASON_CRITICALITY_SHED;
 		why->retry_after_ms = 0;
@@ -204,8 +228,9 @@ shares_admit(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 		d = RX_ADMIT;
 		break;
 	default:
-		if (rx_fairshare_decide(&g->fairshare, ctx->tenant,
-					ctx->now_ns, pressure)) {
+		if (rx__fairshare_note(&g->fairshare, ctx->tenant) &&
+		    rx_fairshare_decide(&g->fairshare, ctx->tenant,
+					ctx->now_ns, true)) {
 			why->reason = RX_REASON_TENANT_SHED;
 			why->retry_after_ms = 0;
 			return RX_REFUSE;
@@ -218,15 +243,27 @@ shares_admit(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	return d;
 }
 
-/* The limiter's admit step, with or without shares. */
+/* The limiter's admit step, with or without shares. With them, below the
+ * limit every bucket borrows and nobody is shed: the limiter's slot is
+ * taken and the call counted inline (ADR-490); pressure - the backlog
+ * reaches the limiter's slots - takes the long way. */
 static RX__INLINE enum rx_decision
 limiter_step(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	     struct rx_gate_permit *permit, struct rx_ticket *t,
 	     struct rx_refusal *why)
 {
-	if (RX__UNLIKELY(g->shares_on))
-		return shares_admit(g, ctx, t, &permit->tickets[g->gate.count],
-				    why);
+	if (RX__UNLIKELY(g->shares_on)) {
+		struct rx_limiter *l = &g->limiter;
+		struct rx_ticket *st = &permit->tickets[g->gate.count];
+		uint32_t limit = rx__limiter_band_limit(l, ctx->now_ns);
+
+		if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >=
+				 rx__limiter_slot_limit(l, limit)))
+			return shares_pressed(g, ctx, t, st, why, limit);
+		rx__limiter_take_slot(l, ctx->now_ns, t);
+		shares_take(g, ctx, st);
+		return RX_ADMIT;
+	}
 	return rx__limiter_admit(&g->limiter, ctx, t, why);
 }
 
@@ -280,7 +317,7 @@ static enum rx_decision admit_policies(struct rx_guard *g,
 		}
 		n++;
 	}
-	permit->count = n + g->shares_on; /* the shares' ticket after */
+	permit->count = with_shares(g, permit, n); /* the shares' after */
 	return RX_ADMIT;
 }
 
@@ -450,7 +487,7 @@ admit_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 	permit->count = 0;
 	d = admit_mask(g, (1u << P_COUNT) - 1, ctx, permit, why, &got);
 	if (d == RX_ADMIT)
-		permit->count = g->gate.count + g->shares_on;
+		permit->count = with_shares(g, permit, g->gate.count);
 	return d;
 }
 
@@ -569,7 +606,7 @@ try_dequeue_general(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			return RX_REFUSE;
 		}
 	}
-	permit->count = g->gate.count + g->shares_on;
+	permit->count = with_shares(g, permit, g->gate.count);
 	g->in_flight = rx__sat_inc32(g->in_flight);
 	return RX_ADMIT;
 }
@@ -610,10 +647,11 @@ enum rx_decision rx_guard_try_dequeue(struct rx_guard *g,
 		}
 		if (d == RX_ADMIT) {
 			permit->tickets[g->breaker_on ? 1 : 0] = t;
-			permit->count = (g->breaker_on ? 2u : 1u) + g->shares_on;
 			if (RX__UNLIKELY(g->shares_on))
 				shares_take(g, ctx,
 					    &permit->tickets[g->gate.count]);
+			permit->count =
+			    with_shares(g, permit, g->breaker_on ? 2u : 1u);
 		} else {
 			struct rx_observation rel = {RX_REJECTED, 0,
 						     ctx->now_ns};

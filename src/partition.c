@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "partition-inl.h"
 #include "resilix/error.h"
 #include "resilix/partition.h"
 

@@ -70,11 +70,16 @@ struct rx_fairshare {
 	struct rx_fairshare_config cfg;
 	uint64_t half_life_ns;
 	uint64_t epoch;				/* latest epoch seen */
+	uint64_t epoch_end_ns; /* (epoch + 1) x half-life once taken, else 0 */
 	uint64_t slot_epoch[RX_FAIRSHARE_EPOCHS]; /* epoch + 1; 0 = none */
 	uint32_t id[RX_FAIRSHARE_TENANTS];	/* 0 = free */
 	uint32_t count[RX_FAIRSHARE_TENANTS][RX_FAIRSHARE_EPOCHS];
 	uint32_t in_flight; /* the gate policy's own */
 	uint32_t pad;
+	/* The guard's (ADR-490): the first tenant that called, and whether
+	 * another has since (then every admission is counted). */
+	uint32_t first;
+	uint32_t many;
 	uint64_t shed;	    /* refused by this policy */
 	uint64_t untracked; /* admitted with no row free */
 };

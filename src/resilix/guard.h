@@ -122,11 +122,15 @@ struct rx_guard {
  * the limiter's L: a shed call is refused (criticality-shed), a
  * guaranteed one takes a limiter slot over L; a call that passes is
  * asked rx_fairshare_decide with ctx->tenant (tenant-shed), then the
- * limiter as usual. An admitted call is counted in its bucket and its
- * tenant; one more ticket after the policies' (the permit's count is
- * theirs + 1) carries the bucket, the tenant's row and epoch, and settle
- * gives them back (the tenant's count only for RX_REJECTED). Without
- * pressure the cost is one branch and the counting.
+ * limiter as usual. An admitted call is counted in its bucket once a
+ * second bucket has called on the key, and in its tenant once a second
+ * tenant has (ADR-490: until then neither rule can shed, and a bucket
+ * alone passes to the limiter under pressure). A call that was counted
+ * has one more ticket after the policies' (the permit's count is theirs
+ * + 1), carrying the bucket, the tenant's row and epoch, and settle gives
+ * them back (the tenant's count only for RX_REJECTED); one that was not
+ * has none. Without pressure, on a key one bucket and one tenant use,
+ * the cost is a few branches.
  */
 
 /*

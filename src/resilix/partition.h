@@ -81,7 +81,7 @@ struct rx_partition {
 	struct rx_partition_config cfg;
 	uint32_t busy[RX_BUCKET_COUNT]; /* admitted, not yet settled */
 	uint32_t in_flight;		/* the gate policy's own total */
-	uint32_t pad;
+	uint32_t seen; /* bit b: bucket b called (the guard's, ADR-490) */
 	uint64_t shed[RX_BUCKET_COUNT]; /* refused, by bucket */
 };
 

@@ -8,6 +8,7 @@
 
 #include "../support/cunit_main.h"
 #include "../support/fake_clock.h"
+#include "fairshare-inl.h"
 #include "resilix.h"
 
 #define MS RX_NS_PER_MS
@@ -182,6 +183,36 @@ static void test_fairshare_release_exact(void)
 	CU_ASSERT_EQUAL(f.untracked, 0);
 }
 
+/* The guard's inline take (fairshare-inl.h, ADR-490) leaves the table and
+ * the ticket exactly as rx_fairshare_take does: within an epoch, at its
+ * last nanosecond and the next one, with the clock going back, for a
+ * newcomer and for tenant 0. */
+static void test_fairshare_inline_take_same(void)
+{
+	static const uint64_t at_ms[] = {0,	1,     9999,  10000, 5000,
+					 10001, 25000, 24000, 95000, 95001};
+	static const uint32_t who[] = {1, 2, 1, 3, 0, 1, 2, 2, 1, 4};
+	struct rx_fairshare_config c;
+	struct rx_fairshare a, b;
+	struct rx_ticket ta, tb;
+	unsigned i, k;
+
+	rx_fairshare_config_default(&c);
+	CU_ASSERT_EQUAL_FATAL(rx_fairshare_init(&a, &c), RX_OK);
+	CU_ASSERT_EQUAL_FATAL(rx_fairshare_init(&b, &c), RX_OK);
+	for (i = 0; i < sizeof(at_ms) / sizeof(at_ms[0]); i++)
+		for (k = 0; k < 3; k++) {
+			uint64_t now = at_ms[i] * MS - (k == 2 && at_ms[i]);
+
+			rx_fairshare_take(&a, who[i], now, &ta);
+			rx__fairshare_take(&b, who[i], now, &tb);
+			CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof(a)), 0);
+			CU_ASSERT_EQUAL(memcmp(&ta, &tb, sizeof(ta)), 0);
+		}
+	/* The epoch's end is kept with the epoch: no division inside it. */
+	CU_ASSERT_EQUAL(a.epoch_end_ns, (a.epoch + 1) * c.half_life_ms * MS);
+}
+
 /* A guard with shares on and a limiter holding exactly @limit calls. */
 static struct rx_window_slot slots[32];
 static void make(struct rx_guard *g, uint32_t limit)
@@ -208,6 +239,10 @@ static void test_guard_bulk_yields_to_critical(void)
 	unsigned i;
 
 	make(&g, 4);
+	/* Both buckets have called on the key: from then on every admitted
+	 * call is counted (ADR-490). */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &cc, &p, &why), RX_ADMIT);
+	rx_guard_settle(&g, &p, &ok);
 	/* Bulk borrows the idle limit. */
 	for (i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(rx_guard_admit(&g, &cb, &bulk[i], &why),
@@ -250,6 +285,9 @@ static void test_guard_tenant_shed_and_release(void)
 	unsigned i;
 
 	make(&g, 4);
+	/* Two tenants have called: every admission counts (ADR-490). */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &light, &p, &why), RX_ADMIT);
+	rx_guard_settle(&g, &p, &ok);
 	for (i = 0; i < 20; i++) {
 		CU_ASSERT_EQUAL(rx_guard_admit(&g, &heavy, &p, &why), RX_ADMIT);
 		rx_guard_settle(&g, &p, &ok);
@@ -276,6 +314,57 @@ static void test_guard_tenant_shed_and_release(void)
 			rx_fairshare_heaviness(&before.fairshare, 2, 10 * MS));
 }
 
+/* A bucket and a tenant alone on a key are not counted: no share ticket,
+ * nothing in busy[] or the tenants' table, and the limiter's own answer at
+ * the limit (ADR-490). A second bucket and tenant start the counting; the
+ * first one's uncounted calls settle without touching the counts. */
+static void test_guard_alone_not_counted(void)
+{
+	struct rx_guard g;
+	struct rx_gate_permit held[4], p, q;
+	struct rx_refusal why;
+	struct rx_admit_ctx one = {10 * MS, NULL, false, RX_BUCKET_CRITICAL, 7};
+	struct rx_admit_ctx two = {10 * MS, NULL, false, RX_BUCKET_BULK, 8};
+	struct rx_observation ok = {RX_SUCCESS, 1000, 20 * MS};
+	struct rx_observation rel = {RX_REJECTED, 0, 20 * MS};
+	unsigned i;
+
+	make(&g, 4);
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &held[i], &why),
+				RX_ADMIT);
+		CU_ASSERT_EQUAL(held[i].count, 2); /* breaker, limiter */
+	}
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 0);
+	CU_ASSERT_EQUAL(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS), 0);
+	CU_ASSERT_FALSE(g.fairshare.many);
+	/* Alone at the limit: not guaranteed, the limiter refuses. */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &p, &why), RX_REFUSE);
+	CU_ASSERT_EQUAL(why.reason, RX_REASON_LIMITER_FULL);
+	/* A second bucket and tenant: guaranteed its share, counted. */
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &two, &q, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(q.count, 3);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_BULK], 1);
+	CU_ASSERT_TRUE(g.fairshare.many);
+	CU_ASSERT(rx_fairshare_heaviness(&g.fairshare, 8, 10 * MS) > 0);
+	/* The first bucket's calls from before settle leaving the counts;
+	 * its calls from now on are counted. */
+	for (i = 0; i < 4; i++)
+		rx_guard_settle(&g, &held[i], &ok);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 0);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_BULK], 1);
+	CU_ASSERT_EQUAL(rx_guard_admit(&g, &one, &p, &why), RX_ADMIT);
+	CU_ASSERT_EQUAL(p.count, 3);
+	CU_ASSERT_EQUAL(g.partition.busy[RX_BUCKET_CRITICAL], 1);
+	CU_ASSERT(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS) > 0);
+	rx_guard_settle(&g, &p, &rel);
+	rx_guard_settle(&g, &q, &ok);
+	for (i = 0; i < RX_BUCKET_COUNT; i++)
+		CU_ASSERT_EQUAL(g.partition.busy[i], 0);
+	CU_ASSERT_EQUAL(rx_fairshare_heaviness(&g.fairshare, 7, 10 * MS), 0);
+	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
+}
+
 static void test_guard_shares_off_by_default(void)
 {
 	struct rx_guard_config c;
@@ -296,10 +385,14 @@ int main(void)
 	    {"fairshare sheds the heaviest", test_fairshare_heaviest_shed},
 	    {"fairshare decays", test_fairshare_decays},
 	    {"fairshare release is exact", test_fairshare_release_exact},
+	    {"fairshare: the inline take is the full one",
+	     test_fairshare_inline_take_same},
 	    {"guard: bulk yields to critical",
 	     test_guard_bulk_yields_to_critical},
 	    {"guard: tenant shed, release exact",
 	     test_guard_tenant_shed_and_release},
+	    {"guard: a bucket and a tenant alone are not counted",
+	     test_guard_alone_not_counted},
 	    {"guard: shares off by default", test_guard_shares_off_by_default},
 	    {NULL, NULL},
 	};
