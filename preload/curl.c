@@ -126,6 +126,7 @@ static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
  * forwards to it without a check); until then, bind_real calls
  * pthread_once, which returns at once after the first time. */
 static atomic_bool bound;
+static _Atomic(setopt_fn) setopt_next; /* curl_easy_setopt's next hop */
 
 /* Our own definitions, to recognise them if a lookup finds them. */
 RX_EXPORT void *curl_easy_init(void);
@@ -170,8 +171,11 @@ static void bind_all(void)
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
 					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
-	if (real.setopt)
+	if (real.setopt) {
+		atomic_store_explicit(&setopt_next, real.setopt,
+				      memory_order_release);
 		atomic_store_explicit(&bound, true, memory_order_release);
+	}
 	errno = saved;
 }
 
@@ -575,30 +579,11 @@ static __attribute__((noinline)) int setopt_learn(void *h, int option,
 	return rc;
 }
 
-#if RX_CURL_SETOPT_IN_REGISTER
-/* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
- * function pointer, curl_off_t, blob pointer), which a variadic call
- * passes in the register a third named one would use (the psABI, 3.5.7):
- * read as such, the common path ends in a jump to libcurl's setopt, with
- * every register as the program left it (ADR-560). */
-RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
+/* Read curl_easy_setopt's variadic argument as @option's type says. */
+static inline union setopt_arg read_arg(int option, va_list ap)
 {
 	union setopt_arg arg;
 
-	if (!atomic_load_explicit(&bound, memory_order_acquire) ||
-	    maybe_learnt(option)) {
-		arg.l = (long)raw; /* the same eight bytes, whatever the type */
-		return setopt_learn(h, option, arg);
-	}
-	return real.setopt(h, option, raw);
-}
-#else
-RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
-{
-	union setopt_arg arg;
-	va_list ap;
-
-	va_start(ap, option);
 	if (option < RX_CURLOPTTYPE_OBJECTPOINT)
 		arg.l = va_arg(ap, long);
 	else if (option < RX_CURLOPTTYPE_FUNCTIONPOINT)
@@ -609,13 +594,55 @@ RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 		arg.o = va_arg(ap, rx_curl_off_t);
 	else
 		arg.p = va_arg(ap, void *); /* blob; unknown: refused */
-	va_end(ap);
+	return arg;
+}
 
-	/* Nothing in this path outlives a call: no register to save. */
-	if (!atomic_load_explicit(&bound, memory_order_acquire) ||
-	    maybe_learnt(option))
+/* Where the wrapper's common path goes until bind_all has found
+ * libcurl's curl_easy_setopt (setopt_next): bind, forward, learn. */
+static int setopt_bind(void *h, int option, ...)
+{
+	union setopt_arg arg;
+	va_list ap;
+
+	va_start(ap, option);
+	arg = read_arg(option, ap);
+	va_end(ap);
+	return setopt_learn(h, option, arg);
+}
+
+static _Atomic(setopt_fn) setopt_next = setopt_bind;
+
+#if RX_CURL_SETOPT_IN_REGISTER
+/* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
+ * function pointer, curl_off_t, blob pointer), which a variadic call
+ * passes in the register a third named one would use (the psABI, 3.5.7):
+ * read as such, the common path ends in a jump to libcurl's setopt, with
+ * every register as the program left it (ADR-560). */
+RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
+{
+	union setopt_arg arg;
+
+	if (maybe_learnt(option)) {
+		arg.l = (long)raw; /* the same eight bytes, whatever the type */
 		return setopt_learn(h, option, arg);
-	return forward(real.setopt, h, option, arg);
+	}
+	return atomic_load_explicit(&setopt_next, memory_order_acquire)(
+	    h, option, raw);
+}
+#else
+RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
+{
+	union setopt_arg arg;
+	va_list ap;
+
+	va_start(ap, option);
+	arg = read_arg(option, ap);
+	va_end(ap);
+	/* Nothing in this path outlives a call: no register to save. */
+	if (maybe_learnt(option))
+		return setopt_learn(h, option, arg);
+	return forward(atomic_load_explicit(&setopt_next, memory_order_acquire),
+		       h, option, arg);
 }
 #endif
 

@@ -40,18 +40,6 @@
 
 typedef size_t (*data_fn)(char *, size_t, size_t, void *);
 
-bool rx__curl_cb_option(int option)
-{
-#define RX_CB_CASE(o, a) case o:
-	switch (option) {
-		RX_CURL_CB_OPTIONS(RX_CB_CASE, 0)
-		return true;
-	default:
-		return false;
-	}
-#undef RX_CB_CASE
-}
-
 bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p)
 {
 	switch (option) {

@@ -40,9 +40,6 @@ bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p);
 	X(RX_CURLOPT_TIMEOUT, a)                                               \
 	X(RX_CURLOPT_TIMEOUT_MS, a)
 
-/* rx__curl_cb_option - is @option one rx__curl_cb_learn records? */
-bool rx__curl_cb_option(int option);
-
 /* rx__curl_status_line - the status of header line @p (@n bytes) when it
  * is a status line, "HTTP/x[.y] NNN", else 0. Pure, O(n). */
 long rx__curl_status_line(const char *p, size_t n);
