@@ -42,7 +42,7 @@ static uint32_t free_head;	    /* index + 1 of the first freed state */
 static uint32_t never_used;	    /* states[never_used..] never held one */
 static struct rx_lock table_lock;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-static atomic_bool table_ready;
+atomic_bool rx__curl_table_mapped;
 static atomic_bool warned_full;
 static bool fork_locked; /* the prepare handler took table_lock */
 
@@ -108,7 +108,7 @@ static void table_create(void)
 		states = NULL;
 		return;
 	}
-	atomic_store_explicit(&table_ready, true, memory_order_release);
+	atomic_store_explicit(&rx__curl_table_mapped, true, memory_order_release);
 }
 
 /* Is the curl layer guarding? Maps the table the first time it is. The
@@ -116,13 +116,11 @@ static void table_create(void)
  * tool curl makes about ten curl_easy_setopt calls per transfer, each
  * one came here (ADR-390). curl_easy_reset, which drops state, checks
  * rx__owner as well. */
-bool rx__curl_guarding(void)
+bool rx__curl_guarding_first(void)
 {
-	if (rx__reentered() || !rx__ready())
-		return false;
-	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
-		(void)pthread_once(&table_once, table_create);
-	return atomic_load_explicit(&table_ready, memory_order_acquire) &&
+	(void)pthread_once(&table_once, table_create);
+	return atomic_load_explicit(&rx__curl_table_mapped,
+				    memory_order_acquire) &&
 	       rx__owner_fast();
 }
 
@@ -162,28 +160,24 @@ static uint32_t find_slot(const void *h)
  * on the way: see rx__curl_follow), and the fields past it belong to the
  * one thread using @h.
  */
-static RX_TLS const void *last_handle;
-static RX_TLS struct rx_curl_handle *last_state;
+RX_TLS const void *rx__curl_last_handle;
+RX_TLS struct rx_curl_handle *rx__curl_last_state;
 
-struct rx_curl_handle *rx__curl_find(const void *h)
+struct rx_curl_handle *rx__curl_find_locked(const void *h)
 {
-	struct rx_curl_handle *st = NULL;
+	struct rx_curl_handle *st;
 	uint32_t s;
 	int inside;
 
 	if (!h)
 		return NULL;
-	st = last_state;
-	if (st && last_handle == h &&
-	    __atomic_load_n(&st->handle, __ATOMIC_RELAXED) == h)
-		return st;
 	table_lock_take(&inside);
 	s = find_slot(h);
 	st = s < INDEX_SLOTS ? &states[table_index[s] - 1] : NULL;
 	table_lock_drop(inside);
 	if (st) {
-		last_handle = h;
-		last_state = st;
+		rx__curl_last_handle = h;
+		rx__curl_last_state = st;
 	}
 	return st;
 }
@@ -303,7 +297,3 @@ struct rx_curl_handle *rx__curl_follow(void *h,
 	return st;
 }
 
-bool rx__curl_table_ready(void)
-{
-	return atomic_load_explicit(&table_ready, memory_order_acquire);
-}

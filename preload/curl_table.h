@@ -6,11 +6,14 @@
 #ifndef RESILIX_PRELOAD_CURL_TABLE_H
 #define RESILIX_PRELOAD_CURL_TABLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "curl_layer.h"
 #include "curl_retry.h"
+#include "runtime.h"
 
 /* Handles followed at once; more pass to the socket layer (ADR-156). */
 #define RX_CURL_HANDLES 1024
@@ -41,26 +44,62 @@ struct rx_curl_handle {
 	struct rx_curl_cb cb; /* callbacks and bound, for retries */
 };
 
+/* Set once the table is mapped (curl_table.c). */
+extern atomic_bool rx__curl_table_mapped RX_HIDDEN;
+
+/* The entry this thread found last (ADR-561), for rx__curl_find. */
+extern RX_TLS const void *rx__curl_last_handle RX_HIDDEN;
+extern RX_TLS struct rx_curl_handle *rx__curl_last_state RX_HIDDEN;
+
+/* rx__curl_guarding's first call: maps the table. */
+bool rx__curl_guarding_first(void);
+
+/* rx__curl_find's lookup under the table lock; remembers what it found. */
+struct rx_curl_handle *rx__curl_find_locked(const void *h);
+
 /*
  * rx__curl_guarding - is the curl layer guarding in this thread now (the
  * shim ready, not re-entered, this process the owner)? Maps the table the
- * first time it is; false when that failed. Thread-safe, O(1).
+ * first time it is; false when that failed. Thread-safe, O(1): inline,
+ * since every option the layer learns asks.
  */
-bool rx__curl_guarding(void);
+static inline bool rx__curl_guarding(void)
+{
+	if (rx__reentered() || !rx__ready())
+		return false;
+	if (!atomic_load_explicit(&rx__curl_table_mapped,
+				  memory_order_acquire))
+		return rx__curl_guarding_first();
+	return rx__owner_fast();
+}
 
 /*
  * rx__curl_table_ready - has the table been mapped (so a handle may be
  * followed)? A load, no mapping. Thread-safe, O(1).
  */
-bool rx__curl_table_ready(void);
+static inline bool rx__curl_table_ready(void)
+{
+	return atomic_load_explicit(&rx__curl_table_mapped,
+				    memory_order_acquire);
+}
 
 /*
  * rx__curl_find - the state of @h (NULL allowed), or NULL when the table
- * does not follow it. Takes the table lock with rx__inside set; the entry
- * itself belongs to the thread using @h. Call only once the table is
- * ready. O(1) expected.
+ * does not follow it. A hit on the entry this thread found last costs a
+ * few loads and no lock (ADR-561): an entry holds @h in its handle field
+ * while, and only while, it is @h's, and the rest of it belongs to the
+ * thread using @h. Otherwise the table lock, with rx__inside set. Call
+ * only once the table is ready. O(1) expected.
  */
-struct rx_curl_handle *rx__curl_find(const void *h);
+static inline struct rx_curl_handle *rx__curl_find(const void *h)
+{
+	struct rx_curl_handle *st = rx__curl_last_state;
+
+	if (h && st && rx__curl_last_handle == h &&
+	    __atomic_load_n(&st->handle, __ATOMIC_RELAXED) == h)
+		return st;
+	return rx__curl_find_locked(h);
+}
 
 /*
  * rx__curl_follow - follow the new handle @h, as a copy of @from
