@@ -115,11 +115,9 @@ static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 
 /* How curl_easy_setopt receives its variadic argument (ADR-560): on
  * x86-64 as a named one, elsewhere with va_arg by the option's type. */
-#if defined(__x86_64__) && defined(__LP64__)
-#define RX_CURL_SETOPT_IN_REGISTER 1
+#if RX_CURL_ARG_IN_REGISTER
 #define RX_CURL_SETOPT_ARGS uintptr_t raw
 #else
-#define RX_CURL_SETOPT_IN_REGISTER 0
 #define RX_CURL_SETOPT_ARGS ...
 #endif
 /* bind_all ran and found curl_easy_setopt (the wrapper's fast path
@@ -612,7 +610,7 @@ static int setopt_bind(void *h, int option, ...)
 
 static _Atomic(setopt_fn) setopt_next = setopt_bind;
 
-#if RX_CURL_SETOPT_IN_REGISTER
+#if RX_CURL_ARG_IN_REGISTER
 /* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
  * function pointer, curl_off_t, blob pointer), which a variadic call
  * passes in the register a third named one would use (the psABI, 3.5.7):

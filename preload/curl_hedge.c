@@ -264,7 +264,7 @@ void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
 /* On x86-64 the one pointer argument arrives where a named third one
  * would (the psABI, 3.5.7): read as such, the wrapper ends in a jump to
  * libcurl's (ADR-560). Elsewhere, va_arg. */
-#if defined(__x86_64__) && defined(__LP64__)
+#if RX_CURL_ARG_IN_REGISTER
 #define RX_GETINFO_ARGS void *p
 #else
 #define RX_GETINFO_ARGS ...
@@ -290,7 +290,7 @@ static void bind_getinfo(void)
 
 RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 {
-#if !(defined(__x86_64__) && defined(__LP64__))
+#if !RX_CURL_ARG_IN_REGISTER
 	va_list ap;
 	void *p;
 
