@@ -50,24 +50,9 @@
  * The first curl call pays one dlsym per symbol; dlsym may allocate, which
  * is harmless here since no allocator can reach a curl function.
  *
- * Per-handle state (ADR-156) lives in a table mapped with mmap the first
- * time a guarding shim meets a curl handle: RX_CURL_HANDLES entries that
- * never move, found through an open-addressing index keyed by the handle
- * pointer; one lock guards the index and the free list, never held across
- * a call into libcurl. An entry is created by curl_easy_init and
- * curl_easy_duphandle only - never by setopt, so handles libcurl makes for
- * itself (DoH) and frees without curl_easy_cleanup cannot leak entries -
- * and freed by curl_easy_cleanup. Handles created while the table is full
- * are not followed: their transfers pass to the socket layer. An entry's
- * fields belong to the thread using the handle (libcurl forbids using one
- * handle from two threads at once), so only the index needs the lock.
- *
- * Fork. A fork handler takes the table lock before fork (unless this
- * thread is inside the shim, where it may hold it: a signal handler that
- * forks) and frees it on both sides, so a child never inherits it held
- * (docs/design.md, "Never make the host worse"); the child also clears this
- * thread's rx__curl_active, set if the program forked from a libcurl
- * callback. Every holder of the lock sets rx__inside first.
+ * Per-handle state (ADR-156) lives in curl_table.c: an entry per handle
+ * made by curl_easy_init or curl_easy_duphandle, freed by
+ * curl_easy_cleanup, found by the handle's address.
  *
  * Forwarding curl_easy_setopt. The option's number says how its variadic
  * argument was passed (curl.h, CURLOPTTYPE_*): below 10000 a long, below
@@ -75,8 +60,11 @@
  * curl_off_t (64-bit even where long is 32), below 50000 a blob pointer.
  * The wrapper reads exactly that type and passes it on as that type;
  * an unknown number is read as a pointer, and libcurl refuses it anyway.
- * What the wrapper learns is recorded only when libcurl accepted the
- * option.
+ * On x86-64 every one of those is one eightbyte in the same register, so
+ * the wrapper reads it as a named argument and the common path - an
+ * option the layer does not read, by a bit test - is a jump to libcurl's
+ * (ADR-560). What the wrapper learns is recorded only when libcurl
+ * accepted the option.
  */
 #include "config.h"
 
@@ -88,20 +76,17 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "curl_hedge.h"
 #include "curl_layer.h"
 #include "curl_retry.h"
+#include "curl_table.h"
 #include "admit.h"
 #include "log.h"
 #include "retry.h"
 #include "runtime.h"
 #include "symbols.h"
 
-/* Handles followed at once; more pass to the socket layer (ADR-156). */
-#define RX_CURL_HANDLES 1024
-#define INDEX_SLOTS (2 * RX_CURL_HANDLES) /* power of two, load <= 1/2 */
 
 
 /* ------------------------------------------------------------------------
@@ -128,9 +113,22 @@ static struct {
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 
+/* How curl_easy_setopt receives its variadic argument (ADR-560): on
+ * x86-64 as a named one, elsewhere with va_arg by the option's type. */
+#if RX_CURL_ARG_IN_REGISTER
+#define RX_CURL_SETOPT_ARGS uintptr_t raw
+#else
+#define RX_CURL_SETOPT_ARGS ...
+#endif
+/* bind_all ran and found curl_easy_setopt (the wrapper's fast path
+ * forwards to it without a check); until then, bind_real calls
+ * pthread_once, which returns at once after the first time. */
+static atomic_bool bound;
+static _Atomic(setopt_fn) setopt_next; /* curl_easy_setopt's next hop */
+
 /* Our own definitions, to recognise them if a lookup finds them. */
 RX_EXPORT void *curl_easy_init(void);
-RX_EXPORT int curl_easy_setopt(void *h, int option, ...);
+RX_EXPORT int curl_easy_setopt(void *h, int option, RX_CURL_SETOPT_ARGS);
 RX_EXPORT int curl_easy_perform(void *h);
 RX_EXPORT void curl_easy_cleanup(void *h);
 RX_EXPORT void curl_easy_reset(void *h);
@@ -171,313 +169,82 @@ static void bind_all(void)
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
 					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
+	if (real.setopt) {
+		atomic_store_explicit(&setopt_next, real.setopt,
+				      memory_order_release);
+		atomic_store_explicit(&bound, true, memory_order_release);
+	}
 	errno = saved;
 }
 
 /* Resolve the real functions once; the first curl call of the process
- * pays for it, every later one pays a load and a branch. */
+ * pays for it, every later one pays a load and a branch (@bound: no call
+ * into pthread_once, which curl_easy_setopt would pay dozens of times per
+ * transfer, ADR-560). */
 static void bind_real(void)
 {
-	(void)pthread_once(&bind_once, bind_all);
-}
-
-/* ------------------------------------------------------------------------
- * The handle table (ADR-156).
- * ---------------------------------------------------------------------- */
-
-enum httpreq { REQ_GET = 0, REQ_POST, REQ_PUT, REQ_HEAD };
-
-struct handle_state {
-	void *handle;		 /* NULL when free */
-	uint32_t next_free;	 /* free list link (index + 1, 0 = end) */
-	bool url_ok;		 /* url holds a URL we can key */
-	bool curlu;		 /* CURLOPT_CURLU: the URL is not ours to see */
-	bool unix_socket;	 /* CURLOPT_(ABSTRACT_)UNIX_SOCKET(_PATH) */
-	bool upload, no_body;	 /* CURLOPT_UPLOAD/PUT, CURLOPT_NOBODY */
-	bool follow;		 /* CURLOPT_FOLLOWLOCATION */
-	bool connect_only;	 /* CURLOPT_CONNECT_ONLY (ADR-366) */
-	uint8_t httpreq;	 /* enum httpreq */
-	uint16_t port;		 /* CURLOPT_PORT, 0 = the URL's */
-	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
-	char custom[32];	 /* CURLOPT_CUSTOMREQUEST, truncated */
-	char default_scheme[16]; /* CURLOPT_DEFAULT_PROTOCOL */
-	struct rx_curl_url url;
-	struct rx_curl_cb cb; /* callbacks and bound, for retries */
-};
-
-static struct handle_state *states; /* RX_CURL_HANDLES of them */
-static uint32_t *table_index;	    /* INDEX_SLOTS: state index + 1 */
-static uint32_t free_head;	    /* index + 1 of the first free state */
-static struct rx_lock table_lock;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-static atomic_bool table_ready;
-static atomic_bool warned_full;
-static bool fork_locked; /* the prepare handler took table_lock */
-
-static void before_fork(void)
-{
-	fork_locked = !rx__inside;
-	if (fork_locked)
-		rx__lock(&table_lock);
-}
-
-static void after_fork_parent(void)
-{
-	if (fork_locked)
-		rx__unlock(&table_lock);
-	fork_locked = false;
-}
-
-static void after_fork_child(void)
-{
-	rx__lock_reset(&table_lock);
-	rx__locks_held = 0; /* every lock is free in the child */
-	fork_locked = false;
-	rx__curl_active = 0;
-}
-
-/* Take / drop the table lock, with rx__inside set in between (see Fork
- * above). @inside keeps the caller's flag. */
-static void table_lock_take(int *inside)
-{
-	*inside = rx__inside;
-	rx__inside = 1;
-	rx__lock(&table_lock);
-}
-
-static void table_lock_drop(int inside)
-{
-	rx__unlock(&table_lock);
-	rx__inside = inside;
-}
-
-static void table_create(void)
-{
-	size_t bytes = RX_CURL_HANDLES * sizeof(struct handle_state) +
-		       INDEX_SLOTS * sizeof(uint32_t);
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint32_t i;
-
-	if (p == MAP_FAILED) {
-		rx__log(RX_LOG_WARN, "event=curl-table-failed msg=\"curl "
-				     "transfers pass to the socket layer\"");
-		return;
-	}
-	states = p;
-	table_index = (uint32_t *)(states + RX_CURL_HANDLES);
-	/* mmap'ed pages are zero: only the free list needs building. */
-	for (i = 0; i < RX_CURL_HANDLES; i++)
-		states[i].next_free = i + 2 <= RX_CURL_HANDLES ? i + 2 : 0;
-	free_head = 1;
-	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) !=
-	    0) {
-		/* Without the handlers a fork could leave the lock held in the
-		 * child: do without the table (pass to the socket layer). */
-		munmap(p, bytes);
-		states = NULL;
-		return;
-	}
-	atomic_store_explicit(&table_ready, true, memory_order_release);
-}
-
-/* Is the curl layer guarding? Maps the table the first time it is. The
- * owner check is rx__owner_fast, a load, not a getpid system call: the
- * tool curl makes about ten curl_easy_setopt calls per transfer, each
- * one came here (ADR-390). curl_easy_reset, which drops state, checks
- * rx__owner as well. */
-static bool guarding(void)
-{
-	if (rx__reentered() || !rx__ready())
-		return false;
-	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
-		(void)pthread_once(&table_once, table_create);
-	return atomic_load_explicit(&table_ready, memory_order_acquire) &&
-	       rx__owner_fast();
-}
-
-static uint32_t slot_of(const void *h)
-{
-	uint64_t x = (uint64_t)(uintptr_t)h;
-
-	/* Fibonacci hashing of the address (allocations are 16-aligned,
-	 * so the low bits carry nothing). */
-	return (uint32_t)((x * UINT64_C(0x9E3779B97F4A7C15)) >> 40) &
-	       (INDEX_SLOTS - 1);
-}
-
-/* The index slot holding @h, or INDEX_SLOTS. table_lock held. */
-static uint32_t find_slot(const void *h)
-{
-	uint32_t s = slot_of(h), n;
-
-	for (n = 0; n < INDEX_SLOTS; n++, s = (s + 1) & (INDEX_SLOTS - 1)) {
-		uint32_t v = table_index[s];
-
-		if (v == 0)
-			return INDEX_SLOTS;
-		if (states[v - 1].handle == h)
-			return s;
-	}
-	return INDEX_SLOTS;
-}
-
-/* The state of @h, or NULL when it is not followed. O(1) expected. */
-static struct handle_state *find(const void *h)
-{
-	struct handle_state *st = NULL;
-	uint32_t s;
-	int inside;
-
-	if (!h)
-		return NULL;
-	table_lock_take(&inside);
-	s = find_slot(h);
-	if (s < INDEX_SLOTS)
-		st = &states[table_index[s] - 1];
-	table_lock_drop(inside);
-	return st;
-}
-
-/* Remove the index slot @s, shifting later entries of its probe run back
- * (no tombstones), and free its state. table_lock held. */
-static void remove_slot(uint32_t s)
-{
-	uint32_t v = table_index[s], next;
-
-	states[v - 1].handle = NULL;
-	states[v - 1].next_free = free_head;
-	free_head = v;
-	for (;;) {
-		uint32_t home;
-
-		table_index[s] = 0;
-		next = (s + 1) & (INDEX_SLOTS - 1);
-		for (;;) {
-			v = table_index[next];
-			if (v == 0)
-				return;
-			home = slot_of(states[v - 1].handle);
-			/* Move it back unless its home lies cyclically in
-			 * (s, next]. */
-			if (s <= next ? (home <= s || home > next)
-				      : (home <= s && home > next))
-				break;
-			next = (next + 1) & (INDEX_SLOTS - 1);
-		}
-		table_index[s] = v;
-		s = next;
-	}
-}
-
-/* Stop following @h. O(1) expected. */
-static void forget_handle(const void *h)
-{
-	uint32_t s;
-	int inside;
-
-	table_lock_take(&inside);
-	s = find_slot(h);
-	if (s < INDEX_SLOTS)
-		remove_slot(s);
-	table_lock_drop(inside);
-}
-
-static void state_clear(struct handle_state *st)
-{
-	rx__curl_hedge_forget(st->handle); /* curl_easy_reset */
-	st->url_ok = false;
-	st->curlu = false;
-	st->unix_socket = false;
-	st->upload = false;
-	st->no_body = false;
-	st->follow = false;
-	st->connect_only = false;
-	st->httpreq = REQ_GET;
-	st->port = 0;
-	st->errbuf = NULL;
-	st->custom[0] = '\0';
-	st->default_scheme[0] = '\0';
-	memset(&st->cb, 0, sizeof(st->cb));
-}
-
-/*
- * Follow the new handle @h, as a copy of @from (duphandle) or with
- * libcurl's defaults. A stale entry for the same address (a handle freed
- * behind our back) is reused. Returns NULL when the table is full.
- */
-static struct handle_state *follow(void *h, const struct handle_state *from)
-{
-	struct handle_state *st = NULL;
-	uint32_t s, v;
-	int inside;
-
-	table_lock_take(&inside);
-	s = find_slot(h);
-	if (s < INDEX_SLOTS) {
-		st = &states[table_index[s] - 1];
-	} else if (free_head != 0) {
-		v = free_head;
-		st = &states[v - 1];
-		free_head = st->next_free;
-		st->handle = h;
-		for (s = slot_of(h); table_index[s] != 0;
-		     s = (s + 1) & (INDEX_SLOTS - 1))
-			;
-		table_index[s] = v;
-	}
-	table_lock_drop(inside);
-	if (!st) {
-		if (!atomic_exchange(&warned_full, true))
-			rx__log(RX_LOG_WARN,
-				"event=curl-handles-full max=%d msg=\"further "
-				"curl handles pass to the socket layer\"",
-				RX_CURL_HANDLES);
-		return NULL;
-	}
-	if (from) {
-		void *keep = st->handle;
-		uint32_t link = st->next_free;
-
-		memcpy(st, from, sizeof(*st));
-		st->handle = keep;
-		st->next_free = link;
-	} else {
-		state_clear(st);
-	}
-	return st;
+	if (!atomic_load_explicit(&bound, memory_order_acquire))
+		(void)pthread_once(&bind_once, bind_all);
 }
 
 /* ------------------------------------------------------------------------
  * What setopt teaches us.
  * ---------------------------------------------------------------------- */
 
+/* The options learn() records: the layer's own, then the retry's. */
+#define LEARNT_OPTIONS(X, a)                                                   \
+	X(RX_CURLOPT_PORT, a)                                                  \
+	X(RX_CURLOPT_NOBODY, a)                                                \
+	X(RX_CURLOPT_UPLOAD, a)                                                \
+	X(RX_CURLOPT_POST, a)                                                  \
+	X(RX_CURLOPT_FOLLOWLOCATION, a)                                        \
+	X(RX_CURLOPT_PUT, a)                                                   \
+	X(RX_CURLOPT_HTTPGET, a)                                               \
+	X(RX_CURLOPT_URL, a)                                                   \
+	X(RX_CURLOPT_ERRORBUFFER, a)                                           \
+	X(RX_CURLOPT_POSTFIELDS, a)                                            \
+	X(RX_CURLOPT_HTTPPOST, a)                                              \
+	X(RX_CURLOPT_CUSTOMREQUEST, a)                                         \
+	X(RX_CURLOPT_COPYPOSTFIELDS, a)                                        \
+	X(RX_CURLOPT_DEFAULT_PROTOCOL, a)                                      \
+	X(RX_CURLOPT_MIMEPOST, a)                                              \
+	X(RX_CURLOPT_CURLU, a)                                                 \
+	X(RX_CURLOPT_UNIX_SOCKET_PATH, a)                                      \
+	X(RX_CURLOPT_ABSTRACT_UNIX_SOCKET, a)                                  \
+	X(RX_CURLOPT_CONNECT_ONLY, a)                                          \
+	RX_CURL_CB_OPTIONS(X, a)
+
+/*
+ * A filter of those options, a bit per (option mod 512), computed by the
+ * compiler: most of the dozens of options a transfer sets (the tool curl
+ * sets about eighty) miss it and are forwarded with a tail call, without
+ * a lookup of the handle (ADR-560). A hit is checked exactly
+ * (interesting()).
+ */
+#define FILTER_BIT(o, w)                                                       \
+	| ((((o) & 511) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
+#define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
+static const uint64_t learnt_filter[8] = {
+    FILTER_WORD(0), FILTER_WORD(1), FILTER_WORD(2), FILTER_WORD(3),
+    FILTER_WORD(4), FILTER_WORD(5), FILTER_WORD(6), FILTER_WORD(7)};
+
+static bool maybe_learnt(int option)
+{
+	unsigned b = (unsigned)option & 511;
+
+	return (learnt_filter[b >> 6] >> (b & 63)) & 1;
+}
+
 static bool interesting(int option)
 {
+#define LEARNT_CASE(o, a) case o:
 	switch (option) {
-	case RX_CURLOPT_PORT:
-	case RX_CURLOPT_NOBODY:
-	case RX_CURLOPT_UPLOAD:
-	case RX_CURLOPT_POST:
-	case RX_CURLOPT_FOLLOWLOCATION:
-	case RX_CURLOPT_PUT:
-	case RX_CURLOPT_HTTPGET:
-	case RX_CURLOPT_URL:
-	case RX_CURLOPT_ERRORBUFFER:
-	case RX_CURLOPT_POSTFIELDS:
-	case RX_CURLOPT_HTTPPOST:
-	case RX_CURLOPT_CUSTOMREQUEST:
-	case RX_CURLOPT_COPYPOSTFIELDS:
-	case RX_CURLOPT_DEFAULT_PROTOCOL:
-	case RX_CURLOPT_MIMEPOST:
-	case RX_CURLOPT_CURLU:
-	case RX_CURLOPT_UNIX_SOCKET_PATH:
-	case RX_CURLOPT_ABSTRACT_UNIX_SOCKET:
-	case RX_CURLOPT_CONNECT_ONLY:
+		LEARNT_OPTIONS(LEARNT_CASE, 0)
 		return true;
 	default:
-		return rx__curl_cb_option(option);
+		return false;
 	}
+#undef LEARNT_CASE
 }
 
 static void copy_str(char *dst, size_t size, const char *s)
@@ -491,7 +258,7 @@ static void copy_str(char *dst, size_t size, const char *s)
 
 /* Record an option libcurl accepted, as libcurl's setopt.c and
  * Curl_http_method read it. */
-static void learn(struct handle_state *st, int option, long l, void *p)
+static void learn(struct rx_curl_handle *st, int option, long l, void *p)
 {
 	switch (option) {
 	case RX_CURLOPT_URL:
@@ -545,43 +312,43 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 	case RX_CURLOPT_NOBODY:
 		st->no_body = l != 0;
 		if (l)
-			st->httpreq = REQ_HEAD;
-		else if (st->httpreq == REQ_HEAD)
-			st->httpreq = REQ_GET;
+			st->httpreq = RX_CURL_REQ_HEAD;
+		else if (st->httpreq == RX_CURL_REQ_HEAD)
+			st->httpreq = RX_CURL_REQ_GET;
 		break;
 	case RX_CURLOPT_UPLOAD:
 	case RX_CURLOPT_PUT:
 		st->upload = l != 0;
 		if (l) {
-			st->httpreq = REQ_PUT;
+			st->httpreq = RX_CURL_REQ_PUT;
 			st->no_body = false;
 		} else {
-			st->httpreq = REQ_GET;
+			st->httpreq = RX_CURL_REQ_GET;
 		}
 		break;
 	case RX_CURLOPT_POST:
 		if (l) {
-			st->httpreq = REQ_POST;
+			st->httpreq = RX_CURL_REQ_POST;
 			st->no_body = false;
 		} else {
-			st->httpreq = REQ_GET;
+			st->httpreq = RX_CURL_REQ_GET;
 		}
 		break;
 	case RX_CURLOPT_HTTPGET:
 		if (l) {
-			st->httpreq = REQ_GET;
+			st->httpreq = RX_CURL_REQ_GET;
 			st->upload = false;
 			st->no_body = false;
 		}
 		break;
 	case RX_CURLOPT_POSTFIELDS:
 	case RX_CURLOPT_COPYPOSTFIELDS:
-		st->httpreq = REQ_POST;
+		st->httpreq = RX_CURL_REQ_POST;
 		break;
 	case RX_CURLOPT_HTTPPOST:
 	case RX_CURLOPT_MIMEPOST:
 		if (p) {
-			st->httpreq = REQ_POST;
+			st->httpreq = RX_CURL_REQ_POST;
 			st->no_body = false;
 		}
 		break;
@@ -592,7 +359,7 @@ static void learn(struct handle_state *st, int option, long l, void *p)
 }
 
 /* The request method libcurl will send (Curl_http_method's order). */
-static const char *method_of(const struct handle_state *st)
+static const char *method_of(const struct rx_curl_handle *st)
 {
 	if (st->custom[0])
 		return st->custom;
@@ -601,11 +368,11 @@ static const char *method_of(const struct handle_state *st)
 	if (st->upload)
 		return "PUT";
 	switch (st->httpreq) {
-	case REQ_POST:
+	case RX_CURL_REQ_POST:
 		return "POST";
-	case REQ_PUT:
+	case RX_CURL_REQ_PUT:
 		return "PUT";
-	case REQ_HEAD:
+	case RX_CURL_REQ_HEAD:
 		return "HEAD";
 	default:
 		return "GET";
@@ -646,7 +413,7 @@ static void put_port(struct keybuf *k, unsigned port)
 }
 
 /* The port the transfer connects to: CURLOPT_PORT overrides the URL's. */
-static uint16_t port_of(const struct handle_state *st)
+static uint16_t port_of(const struct rx_curl_handle *st)
 {
 	return st->port ? st->port : st->url.port;
 }
@@ -654,7 +421,7 @@ static uint16_t port_of(const struct handle_state *st)
 /* Format the key of @st's transfer (ADR-154) into @buf of @size (>= 1).
  * Returns its length; keys longer than @size - 1 (RX_KEY_MAX) are
  * truncated, as the registry would truncate them. */
-static size_t make_key(const struct handle_state *st, char *buf, size_t size)
+static size_t make_key(const struct rx_curl_handle *st, char *buf, size_t size)
 {
 	unsigned port = port_of(st);
 	struct keybuf k = {buf, size - 1};
@@ -697,7 +464,7 @@ static size_t make_key(const struct handle_state *st, char *buf, size_t size)
  * applies the filters to it and guards what they let through, by
  * ip:port. Either way one layer at most counts the transfer.
  */
-static bool filters_let_guard(const struct handle_state *st)
+static bool filters_let_guard(const struct rx_curl_handle *st)
 {
 	const struct rx_config *cfg = rx__config();
 	uint16_t port = port_of(st);
@@ -729,7 +496,7 @@ static bool filters_let_guard(const struct handle_state *st)
 	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
 }
 
-static bool is_http(const struct handle_state *st)
+static bool is_http(const struct rx_curl_handle *st)
 {
 	return strcmp(st->url.scheme, "http") == 0 ||
 	       strcmp(st->url.scheme, "https") == 0;
@@ -747,30 +514,74 @@ RX_EXPORT void *curl_easy_init(void)
 	if (!real.init)
 		return NULL; /* what libcurl returns when it cannot start */
 	h = real.init();
-	if (h && guarding()) {
+	if (h && rx__curl_guarding()) {
 		int saved = errno;
 
 		rx__inside = 1;
-		(void)follow(h, NULL);
+		(void)rx__curl_follow(h, NULL);
 		rx__inside = 0;
 		errno = saved;
 	}
 	return h;
 }
 
-RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
+/* curl_easy_setopt's variadic argument, as its option's type says. */
+union setopt_arg {
+	long l;
+	void *p;
+	void (*f)(void);
+	rx_curl_off_t o;
+};
+
+/* Call the real setopt with @a passed as @option's type. */
+static inline int forward(setopt_fn f, void *h, int option,
+			  union setopt_arg a)
 {
-	union {
-		long l;
-		void *p;
-		void (*f)(void);
-		rx_curl_off_t o;
-	} arg;
-	struct handle_state *st;
-	va_list ap;
+	if (option < RX_CURLOPTTYPE_OBJECTPOINT)
+		return f(h, option, a.l);
+	if (option < RX_CURLOPTTYPE_FUNCTIONPOINT)
+		return f(h, option, a.p);
+	if (option < RX_CURLOPTTYPE_OFF_T)
+		return f(h, option, a.f);
+	if (option < RX_CURLOPTTYPE_BLOB)
+		return f(h, option, a.o);
+	return f(h, option, a.p);
+}
+
+/* Forward an option the filter let through (or any, before the real
+ * functions are bound), and learn it if libcurl accepted it and the layer
+ * follows @h. Out of line, so that the wrapper's common path is a load,
+ * a bit test and the call. */
+static __attribute__((noinline)) int setopt_learn(void *h, int option,
+						  union setopt_arg a)
+{
+	struct rx_curl_handle *st;
 	int rc;
 
-	va_start(ap, option);
+	bind_real();
+	if (!real.setopt)
+		return RX_CURLE_FAILED_INIT;
+	rc = forward(real.setopt, h, option, a);
+
+	if (rc != RX_CURLE_OK || !interesting(option) || !rx__curl_guarding())
+		return rc;
+	st = rx__curl_find(h);
+	if (st) {
+		int saved = errno;
+
+		learn(st, option,
+		      option < RX_CURLOPTTYPE_OBJECTPOINT ? a.l : 0,
+		      option < RX_CURLOPTTYPE_OBJECTPOINT ? NULL : a.p);
+		errno = saved;
+	}
+	return rc;
+}
+
+/* Read curl_easy_setopt's variadic argument as @option's type says. */
+static inline union setopt_arg read_arg(int option, va_list ap)
+{
+	union setopt_arg arg;
+
 	if (option < RX_CURLOPTTYPE_OBJECTPOINT)
 		arg.l = va_arg(ap, long);
 	else if (option < RX_CURLOPTTYPE_FUNCTIONPOINT)
@@ -781,69 +592,91 @@ RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 		arg.o = va_arg(ap, rx_curl_off_t);
 	else
 		arg.p = va_arg(ap, void *); /* blob; unknown: refused */
-	va_end(ap);
-
-	bind_real();
-	if (!real.setopt)
-		return RX_CURLE_FAILED_INIT;
-	if (option < RX_CURLOPTTYPE_OBJECTPOINT)
-		rc = real.setopt(h, option, arg.l);
-	else if (option < RX_CURLOPTTYPE_FUNCTIONPOINT)
-		rc = real.setopt(h, option, arg.p);
-	else if (option < RX_CURLOPTTYPE_OFF_T)
-		rc = real.setopt(h, option, arg.f);
-	else if (option < RX_CURLOPTTYPE_BLOB)
-		rc = real.setopt(h, option, arg.o);
-	else
-		rc = real.setopt(h, option, arg.p);
-
-	if (rc != RX_CURLE_OK || !interesting(option) || !guarding())
-		return rc;
-	st = find(h);
-	if (st) {
-		int saved = errno;
-
-		learn(st, option,
-		      option < RX_CURLOPTTYPE_OBJECTPOINT ? arg.l : 0,
-		      option < RX_CURLOPTTYPE_OBJECTPOINT ? NULL : arg.p);
-		errno = saved;
-	}
-	return rc;
+	return arg;
 }
+
+/* Where the wrapper's common path goes until bind_all has found
+ * libcurl's curl_easy_setopt (setopt_next): bind, forward, learn. */
+static int setopt_bind(void *h, int option, ...)
+{
+	union setopt_arg arg;
+	va_list ap;
+
+	va_start(ap, option);
+	arg = read_arg(option, ap);
+	va_end(ap);
+	return setopt_learn(h, option, arg);
+}
+
+static _Atomic(setopt_fn) setopt_next = setopt_bind;
+
+#if RX_CURL_ARG_IN_REGISTER
+/* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
+ * function pointer, curl_off_t, blob pointer), which a variadic call
+ * passes in the register a third named one would use (the psABI, 3.5.7):
+ * read as such, the common path ends in a jump to libcurl's setopt, with
+ * every register as the program left it (ADR-560). */
+RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
+{
+	union setopt_arg arg;
+
+	if (maybe_learnt(option)) {
+		arg.l = (long)raw; /* the same eight bytes, whatever the type */
+		return setopt_learn(h, option, arg);
+	}
+	return atomic_load_explicit(&setopt_next, memory_order_acquire)(
+	    h, option, raw);
+}
+#else
+RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
+{
+	union setopt_arg arg;
+	va_list ap;
+
+	va_start(ap, option);
+	arg = read_arg(option, ap);
+	va_end(ap);
+	/* Nothing in this path outlives a call: no register to save. */
+	if (maybe_learnt(option))
+		return setopt_learn(h, option, arg);
+	return forward(atomic_load_explicit(&setopt_next, memory_order_acquire),
+		       h, option, arg);
+}
+#endif
 
 RX_EXPORT void *curl_easy_duphandle(void *h)
 {
-	struct handle_state *from, copy;
+	struct rx_curl_handle *from, copy;
 	void *dup;
 
 	bind_real();
 	if (!real.duphandle)
 		return NULL;
 	dup = real.duphandle(h);
-	if (!dup || !guarding())
+	if (!dup || !rx__curl_guarding())
 		return dup;
 	rx__inside = 1;
-	from = find(h);
+	from = rx__curl_find(h);
 	if (from)
 		copy = *from; /* @h is the caller's: stable while we copy */
-	(void)follow(dup, from ? &copy : NULL);
+	(void)rx__curl_follow(dup, from ? &copy : NULL);
 	rx__inside = 0;
 	return dup;
 }
 
 RX_EXPORT void curl_easy_reset(void *h)
 {
-	struct handle_state *st;
+	struct rx_curl_handle *st;
 
 	bind_real();
 	if (!real.reset)
 		return;
 	real.reset(h);
-	if (!guarding() || !rx__owner())
+	if (!rx__curl_guarding() || !rx__owner())
 		return;
-	st = find(h);
+	st = rx__curl_find(h);
 	if (st)
-		state_clear(st);
+		rx__curl_state_clear(st);
 }
 
 RX_EXPORT void curl_easy_cleanup(void *h)
@@ -851,12 +684,12 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 	bind_real();
 	/* Forget first: once libcurl frees the handle, another thread's
 	 * curl_easy_init may get the same address. */
-	if (h && atomic_load_explicit(&table_ready, memory_order_acquire) &&
+	if (h && rx__curl_table_ready() &&
 	    !rx__reentered()) {
 		int saved = errno;
 
 		rx__curl_hedge_forget(h);
-		forget_handle(h);
+		rx__curl_forget(h);
 		errno = saved;
 	}
 	if (real.cleanup)
@@ -867,7 +700,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 {
 	struct rx_gate_permit permit;
 	struct rx_refusal why = {RX_REASON_NONE, 0};
-	struct handle_state *st;
+	struct rx_curl_handle *st;
 	char key[RX_KEY_MAX + 1];
 	struct rx_guard *g;
 	void *ih = h; /* whose CURLINFO describes the transfer (ADR-472) */
@@ -885,9 +718,9 @@ RX_EXPORT int curl_easy_perform(void *h)
 	rx__curl_hedge_forget(h); /* its CURLINFO is its own again */
 	/* A perform from inside another one's callback is libcurl's to
 	 * refuse (CURLE_RECURSIVE_API_CALL), not ours to count. */
-	if (rx__curl_active || !guarding())
+	if (rx__curl_active || !rx__curl_guarding())
 		return real.perform(h);
-	st = find(h);
+	st = rx__curl_find(h);
 	/* Over a Unix socket, nothing crosses the network: untracked, as
 	 * the socket layer leaves AF_UNIX (ADR-242). A CONNECT_ONLY
 	 * perform only connects: the exchange comes later, through

@@ -63,6 +63,17 @@
 /* The error buffer a program hands to CURLOPT_ERRORBUFFER. */
 #define RX_CURL_ERROR_SIZE 256
 
+/* RX_CURL_ARG_IN_REGISTER: 1 where curl_easy_setopt's and
+ * curl_easy_getinfo's one variadic argument (always one eightbyte of
+ * INTEGER class) arrives where a named third argument would, so the
+ * wrappers read it as one (x86-64, the psABI 3.5.7; ADR-560); 0 elsewhere,
+ * where they use va_arg. -DRX_CURL_VA_ARG forces 0, to test that path. */
+#if defined(__x86_64__) && defined(__LP64__) && !defined(RX_CURL_VA_ARG)
+#define RX_CURL_ARG_IN_REGISTER 1
+#else
+#define RX_CURL_ARG_IN_REGISTER 0
+#endif
+
 /* curl_off_t: 64-bit on every platform libcurl supports. */
 typedef int64_t rx_curl_off_t;
 

@@ -261,8 +261,19 @@ void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
 	return dup;
 }
 
-RX_EXPORT int curl_easy_getinfo(void *h, int info, ...);
+/* On x86-64 the one pointer argument arrives where a named third one
+ * would (the psABI, 3.5.7): read as such, the wrapper ends in a jump to
+ * libcurl's (ADR-560). Elsewhere, va_arg. */
+#if RX_CURL_ARG_IN_REGISTER
+#define RX_GETINFO_ARGS void *p
+#else
+#define RX_GETINFO_ARGS ...
+#endif
+
+RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS);
 RX_SELF(curl_easy_getinfo);
+
+static atomic_bool getinfo_bound; /* real_getinfo found */
 
 static void bind_getinfo(void)
 {
@@ -271,11 +282,15 @@ static void bind_getinfo(void)
 	*(void **)&real_getinfo = rx__symbol_real(
 	    "curl_easy_getinfo", (void *)self_curl_easy_getinfo, rx__curl_sonames,
 	    RX_CURL_NSONAMES);
+	if (real_getinfo)
+		atomic_store_explicit(&getinfo_bound, true,
+				      memory_order_release);
 	errno = saved;
 }
 
-RX_EXPORT int curl_easy_getinfo(void *h, int info, ...)
+RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 {
+#if !RX_CURL_ARG_IN_REGISTER
 	va_list ap;
 	void *p;
 
@@ -284,9 +299,12 @@ RX_EXPORT int curl_easy_getinfo(void *h, int info, ...)
 	va_start(ap, info);
 	p = va_arg(ap, void *);
 	va_end(ap);
-	(void)pthread_once(&getinfo_once, bind_getinfo);
-	if (!real_getinfo)
-		return RX_CURLE_FAILED_INIT;
+#endif
+	if (!atomic_load_explicit(&getinfo_bound, memory_order_acquire)) {
+		(void)pthread_once(&getinfo_once, bind_getinfo);
+		if (!real_getinfo)
+			return RX_CURLE_FAILED_INIT;
+	}
 	return real_getinfo(kept_dup && h == kept_h ? kept_dup : h, info, p);
 }
 

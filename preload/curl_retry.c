@@ -40,22 +40,6 @@
 
 typedef size_t (*data_fn)(char *, size_t, size_t, void *);
 
-bool rx__curl_cb_option(int option)
-{
-	switch (option) {
-	case RX_CURLOPT_WRITEFUNCTION:
-	case RX_CURLOPT_WRITEDATA:
-	case RX_CURLOPT_HEADERFUNCTION:
-	case RX_CURLOPT_HEADERDATA:
-	case RX_CURLOPT_HEADER:
-	case RX_CURLOPT_TIMEOUT:
-	case RX_CURLOPT_TIMEOUT_MS:
-		return true;
-	default:
-		return false;
-	}
-}
-
 bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p)
 {
 	switch (option) {

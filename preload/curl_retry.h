@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "curl_abi.h"
 #include "resilix.h"
 
 /* The program's write and header callbacks and its time bound, as set
@@ -27,8 +28,17 @@ struct rx_curl_cb {
  * when it was. O(1). */
 bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p);
 
-/* rx__curl_cb_option - is @option one rx__curl_cb_learn records? */
-bool rx__curl_cb_option(int option);
+/* RX_CURL_CB_OPTIONS(X, a) - X(option, a) for each option
+ * rx__curl_cb_learn records, for curl.c's filter of the options it reads
+ * (ADR-560): one list, so a new one here cannot be missed there. */
+#define RX_CURL_CB_OPTIONS(X, a)                                               \
+	X(RX_CURLOPT_WRITEFUNCTION, a)                                         \
+	X(RX_CURLOPT_WRITEDATA, a)                                             \
+	X(RX_CURLOPT_HEADERFUNCTION, a)                                        \
+	X(RX_CURLOPT_HEADERDATA, a)                                            \
+	X(RX_CURLOPT_HEADER, a)                                                \
+	X(RX_CURLOPT_TIMEOUT, a)                                               \
+	X(RX_CURLOPT_TIMEOUT_MS, a)
 
 /* rx__curl_status_line - the status of header line @p (@n bytes) when it
  * is a status line, "HTTP/x[.y] NNN", else 0. Pure, O(n). */

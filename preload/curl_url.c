@@ -70,15 +70,48 @@ static bool copy_lower(char *dst, size_t size, const char *s, size_t n)
 	return true;
 }
 
-/* Is @u's host an address literal? Then the filters can judge the
- * transfer as the connect would (ADR-240). */
-static void literal(struct rx_curl_url *u)
+/* Is @s (NUL-terminated) an IPv4 address in the one form inet_pton
+ * reads - four decimal parts of 0..255, no leading zero, nothing else?
+ * Then @addr gets it, network order. inet_pton's own test, at a fifth of
+ * its cost: every transfer's URL comes here (ADR-562). */
+static bool ipv4_literal(const char *s, uint8_t addr[4])
+{
+	uint8_t a[4];
+	int part;
+
+	for (part = 0; part < 4; part++) {
+		unsigned v = 0, digits = 0;
+
+		if (part > 0 && *s++ != '.')
+			return false;
+		while (*s >= '0' && *s <= '9') {
+			if (digits > 0 && v == 0)
+				return false; /* a leading zero */
+			v = v * 10 + (unsigned)(*s++ - '0');
+			if (v > 255)
+				return false;
+			digits++;
+		}
+		if (digits == 0)
+			return false;
+		a[part] = (uint8_t)v;
+	}
+	if (*s != '\0')
+		return false;
+	memcpy(addr, a, sizeof(a));
+	return true;
+}
+
+/* Is @u's host (@n bytes) an address literal? Then the filters can judge
+ * the transfer as the connect would (ADR-240). A name, the usual case,
+ * costs a test of its first byte. */
+static void literal(struct rx_curl_url *u, size_t n)
 {
 	char buf[INET6_ADDRSTRLEN + 1];
-	size_t n = strlen(u->host);
 
-	if (inet_pton(AF_INET, u->host, u->addr) == 1) {
-		u->family = AF_INET;
+	if (u->host[0] >= '0' && u->host[0] <= '9') {
+		if (ipv4_literal(u->host, u->addr))
+			u->family = AF_INET;
 	} else if (n > 2 && u->host[0] == '[' && u->host[n - 1] == ']' &&
 		   n - 2 < sizeof(buf)) {
 		memcpy(buf, u->host + 1, n - 2);
@@ -109,7 +142,12 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 
 	if (!url || !out)
 		return false;
-	memset(out, 0, sizeof(*out));
+	/* What every success writes is not cleared first (a memset of the
+	 * whole would cost more than the parse). */
+	out->port_given = false;
+	out->scheme_given = false;
+	out->family = 0;
+	memset(out->addr, 0, sizeof(out->addr));
 	/* libcurl skips leading blanks of a URL. */
 	while (*url == ' ' || *url == '\t')
 		url++;
@@ -142,10 +180,8 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 	/* Authority: up to the path, query or fragment. */
 	auth_end = auth + strcspn(auth, "/?#");
 	/* User info ends at the last '@' of the authority. */
-	host = auth;
-	for (at = auth; at < auth_end; at++)
-		if (*at == '@')
-			host = at + 1;
+	at = memrchr(auth, '@', (size_t)(auth_end - auth));
+	host = at ? at + 1 : auth;
 	if (*host == '[') {
 		const char *close =
 		    memchr(host, ']', (size_t)(auth_end - host));
@@ -164,7 +200,7 @@ bool rx__curl_parse_url(const char *url, const char *default_scheme,
 	if (!copy_lower(out->host, sizeof(out->host), host,
 			(size_t)(host_end - host)))
 		return false;
-	literal(out);
+	literal(out, (size_t)(host_end - host));
 	if (colon && colon + 1 < auth_end) {
 		unsigned long port = 0;
 

@@ -61,6 +61,38 @@ rx_shim RESILIX_LOG=debug RESILIX_CURL_KEY=origin "$CURL_CLIENT" \
 	rx_fail "curl_client exit status $?"
 rx_assert_grep "origin key" "key=http://127.0.0.1:$P event=settle verdict=success" "$err"
 
+# --- the key follows the URL the perform will use: on one handle the URL
+# set last (/users after /payments), and a CURLOPT_CURLU set after it wins
+# (the curl layer cannot see that URL: the socket layer attributes the
+# transfer, ADR-561's cached lookup must not keep the old URL) ----------
+out=$RX_TMP/u.out err=$RX_TMP/u.err
+rx_dump_on_fail "$out" "$err"
+rx_shim RESILIX_LOG=debug RESILIX_CURL_KEY=endpoint "$CURL_CLIENT" --fresh \
+	--curlu-from 4 --requests 6 "http://127.0.0.1:$P/payments" \
+	"http://127.0.0.1:$P/users" >"$out" 2>"$err" ||
+	rx_fail "curl_client exit status $?"
+rx_assert_eq "answers: 3 payments 500, 3 users 200" "3 3" \
+	"$(awk '$4 == 500' "$out" | wc -l | tr -d ' ') $(awk '$4 == 200' "$out" | wc -l | tr -d ' ')"
+rx_assert_eq "curl-layer keys: the last URL set, twice each" \
+	"2 GET 127.0.0.1:$P/payments
+2 GET 127.0.0.1:$P/users" \
+	"$(grep 'event=settle .*at=curl' "$err" | sed -n 's/.*key=\(GET [^ ]*\) event=settle.*/\1/p' | sort | uniq -c | sed 's/^ *//')"
+rx_assert_eq "settlements: 6, the 2 CURLU transfers not by the curl layer" \
+	"6 4" "$(rx_settles "$err") $(rx_settles "$err" curl)"
+# The same on one kept-alive handle, its URL changed before each perform.
+out=$RX_TMP/k.out err=$RX_TMP/k.err
+rx_dump_on_fail "$out" "$err"
+rx_shim RESILIX_LOG=debug RESILIX_CURL_KEY=endpoint "$CURL_CLIENT" \
+	--curlu-from 4 --requests 6 "http://127.0.0.1:$P/users?k=1" \
+	"http://127.0.0.1:$P/payments?k=2" >"$out" 2>"$err" ||
+	rx_fail "curl_client exit status $?"
+rx_assert_eq "one handle: curl-layer keys, in order" \
+	"GET 127.0.0.1:$P/users
+GET 127.0.0.1:$P/payments
+GET 127.0.0.1:$P/users
+GET 127.0.0.1:$P/payments" \
+	"$(grep 'event=settle .*at=curl' "$err" | sed -n 's/.*key=\(GET [^ ]*\) event=settle.*/\1/p')"
+
 # --- an invalid value: one line, then pass-through --------------------------
 before=$(rx_count e)
 rx_shim RESILIX_LOG=debug RESILIX_CURL_KEY=path "$CURL_CLIENT" --requests 3 \

@@ -8,7 +8,7 @@
  *               [--fresh] [--dup] [--reset] [--timeout-ms N]
  *               [--maxfilesize N] [--cainfo-blob FILE] [--refuse-body]
  *               [--unix-socket PATH | --abstract-unix-socket NAME]
- *               [--unix-until K] URL...
+ *               [--unix-until K] [--curlu-from K] URL...
  *
  *   --mode easy     curl_easy_perform (the default); multi: one multi
  *                   handle running --parallel transfers at once;
@@ -41,6 +41,8 @@
  *                   being only names in the request
  *   --abstract-unix-socket N  the same, the abstract socket N
  *                   (CURLOPT_ABSTRACT_UNIX_SOCKET)
+ *   --curlu-from K  transfers i >= K also set CURLOPT_CURLU (a CURLU of
+ *                   the same URL) after CURLOPT_URL, just before perform
  *   --unix-until K  only transfers i < K go over that socket, the later
  *                   ones over TCP: with --reset or a new handle they are
  *                   set without the option, on a reused handle the
@@ -81,6 +83,7 @@ static curl_off_t maxfilesize = -1;
 static const char *unix_path;
 static CURLoption unix_option = CURLOPT_UNIX_SOCKET_PATH;
 static int unix_until = -1; /* -1: every transfer */
+static int curlu_from = -1; /* -1: no transfer */
 static struct curl_blob cainfo;
 static char **urls;
 static int nurls;
@@ -148,6 +151,7 @@ static void *easy_thread(void *arg)
 	int t = (int)(intptr_t)arg, i;
 	char errbuf[CURL_ERROR_SIZE];
 	CURL *tmpl = NULL, *h = NULL;
+	CURLU *cu = NULL;
 
 	for (i = 0; i < requests; i++) {
 		const char *url = urls[i % nurls];
@@ -176,6 +180,13 @@ static void *easy_thread(void *arg)
 			if (unix_path && i == unix_until)
 				curl_easy_setopt(h, unix_option, NULL);
 		}
+		if (curlu_from >= 0 && i >= curlu_from) {
+			/* The URL is set; a CURLU given after it wins. */
+			if (!cu)
+				cu = curl_url();
+			curl_url_set(cu, CURLUPART_URL, url, 0);
+			curl_easy_setopt(h, CURLOPT_CURLU, cu);
+		}
 		t0 = now_us();
 		rc = curl_easy_perform(h);
 		t0 = now_us() - t0;
@@ -186,6 +197,8 @@ static void *easy_thread(void *arg)
 		curl_easy_cleanup(h);
 	if (tmpl)
 		curl_easy_cleanup(tmpl);
+	if (cu)
+		curl_url_cleanup(cu);
 	return NULL;
 }
 
@@ -370,7 +383,7 @@ static int usage(void)
 			"[--timeout-ms N] [--maxfilesize N] "
 			"[--cainfo-blob FILE] [--refuse-body] [--print-body] "
 			"[--unix-socket PATH | --abstract-unix-socket NAME] "
-			"[--unix-until K] URL...\n");
+			"[--unix-until K] [--curlu-from K] URL...\n");
 	return 2;
 }
 
@@ -425,6 +438,8 @@ int main(int argc, char **argv)
 			unix_until = atoi(v), i++;
 		else if (strcmp(o, "--maxfilesize") == 0)
 			maxfilesize = (curl_off_t)atoll(v), i++;
+		else if (strcmp(o, "--curlu-from") == 0)
+			curlu_from = atoi(v), i++;
 		else if (strcmp(o, "--cainfo-blob") == 0) {
 			static char pem[65536];
 			FILE *f = fopen(v, "r");

@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../support/cunit_main.h"
@@ -250,6 +251,31 @@ static void test_url_literal(void)
 	CU_ASSERT_EQUAL(u.family, 0);
 }
 
+/* The IPv4 test is the shim's own (ADR-562): it must read exactly what
+ * inet_pton reads, on every form, and a failed parse leaves no family. */
+static void test_url_ipv4_as_inet_pton(void)
+{
+	static const char *const hosts[] = {
+	    "0.0.0.0",	   "255.255.255.255", "256.0.0.1",  "1.2.3",
+	    "1.2.3.4.5",   "01.2.3.4",	      "1.2.3.04",   "1..2.3",
+	    "1.2.3.4.",	   ".1.2.3.4",	      "10.0.0.1x",  "1.2.3.-4",
+	    "9.8.7.6",	   "0.0.0.00",	      "100.200.0.9"};
+	size_t i;
+
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		char url[64];
+		uint8_t want[4];
+		struct rx_curl_url u;
+		int ok = inet_pton(AF_INET, hosts[i], want) == 1;
+
+		snprintf(url, sizeof(url), "http://%s/", hosts[i]);
+		CU_ASSERT_TRUE_FATAL(rx__curl_parse_url(url, NULL, &u));
+		CU_ASSERT_EQUAL(u.family, ok ? AF_INET : 0);
+		if (ok)
+			CU_ASSERT_EQUAL(memcmp(u.addr, want, 4), 0);
+	}
+}
+
 static void test_url_refused(void)
 {
 	struct rx_curl_url u;
@@ -345,6 +371,8 @@ int main(void)
 	    {"URL parts", test_url_parts},
 	    {"URL without a scheme", test_url_without_scheme},
 	    {"URL hosts that are address literals", test_url_literal},
+	    {"URL IPv4 hosts read as inet_pton reads them",
+	     test_url_ipv4_as_inet_pton},
 	    {"URLs left to the socket layer", test_url_refused},
 	    {"ABI numbers match curl/curl.h", test_abi_matches_curl_h},
 	    {NULL, NULL}};
