@@ -52,6 +52,7 @@
 #include "deadline.h"
 #include "errclass.h"
 #include "fifo.h"
+#include "hold.h"
 #include "interrupt.h"
 #include "log.h"
 #include "metrics.h"
@@ -81,44 +82,6 @@ struct key_wait {
 	uint64_t logged_ns;    /* when it was logged */
 };
 static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
-
-/*
- * With RESILIX_SHARED, what this process holds on a key (shared.h): the
- * shared counters read before a guard call and the change after it, both
- * under the key's lock, added to this process's hold row - so a process
- * that dies gives back exactly what it took (ADR-483). Two branches on a
- * word set at start-up when the segment is off.
- */
-struct mark {
-	bool on;
-	uint32_t calls, lim, probes, queued, bucket;
-};
-
-static inline void mark_begin(struct mark *m, const struct rx_guard *g)
-{
-	m->on = rx__shared_on;
-	if (!m->on)
-		return;
-	m->calls = g->in_flight;
-	m->lim = g->limiter.in_flight;
-	m->probes = g->breaker.probes_in_flight;
-	m->queued = g->limiter.queued;
-	m->bucket = rx__shm_busy(g);
-}
-
-static inline void mark_end(const struct mark *m, struct rx_guard *g)
-{
-	struct rx_shm_hold *h;
-
-	if (!m->on)
-		return;
-	h = &rx__shm_holds[rx_registry_index(registry, g)];
-	h->calls += (int32_t)(g->in_flight - m->calls);
-	h->lim += (int32_t)(g->limiter.in_flight - m->lim);
-	h->probes += (int32_t)(g->breaker.probes_in_flight - m->probes);
-	h->queued += (int32_t)(g->limiter.queued - m->queued);
-	h->bucket += (int32_t)(rx__shm_busy(g) - m->bucket);
-}
 
 /* Longest single sleep of a waiter: bounds the cost of a missed wake. */
 #define WAIT_SLICE_MS 10
@@ -221,16 +184,16 @@ static RX_TLS struct {
 static void end_place_locked(struct rx_guard *g, struct rx_lock *l,
 			     uint64_t place, bool refused)
 {
-	struct mark m;
+	struct rx_hold_mark m;
 
 	waiting.g = NULL;
-	mark_begin(&m, g);
+	rx__hold_begin(&m, g);
 	if (place == PLACE_NONE) {
 		rx_guard_wait_end(g, RX_REASON_NONE);
 		rx__fifo_leave(rx_registry_index(registry, g), waiting.line);
 	} else
 		rx_guard_cancel_wait(g, place, refused);
-	mark_end(&m, g);
+	rx__hold_end(&m, registry, g);
 	rx__unlock(l);
 	wake_waiters(key_wait_of(g));
 }
@@ -348,14 +311,14 @@ static bool wait_turn(struct rx_guard *g, uint64_t place, uint64_t *now,
 		    atomic_load_explicit(&kw->wake_seq, memory_order_acquire);
 		struct watch w;
 
-		struct mark m;
+		struct rx_hold_mark m;
 
 		ctx.now_ns = *now;
 		rx__lock(l);
 		rx__watch_begin(&w, g, *now);
-		mark_begin(&m, g);
+		rx__hold_begin(&m, g);
 		d = rx_guard_try_dequeue(g, &ctx, place, permit, &why);
-		mark_end(&m, g);
+		rx__hold_end(&m, registry, g);
 		if (d != RX_QUEUE)
 			waiting.g = NULL; /* the place ended */
 		rx__watch_end(&w, g, *now);
@@ -439,7 +402,7 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 	uint64_t place = 0, wake;
 	uint32_t slot = rx_registry_index(registry, g);
 	enum rx_decision d;
-	struct mark m = {false, 0, 0, 0, 0, 0};
+	struct rx_hold_mark m = {false, 0, 0, 0, 0, 0};
 	bool head;
 
 	waiting.place = PLACE_NONE;
@@ -486,12 +449,12 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 			rx__unlock(l); /* not its turn yet */
 			continue;
 		}
-		mark_begin(&m, g);
+		rx__hold_begin(&m, g);
 		d = rx_guard_admit(g, &ctx, permit, why);
 		if (d == RX_QUEUE && why->reason == RX_REASON_LIMITER_FULL &&
 		    rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
-		mark_end(&m, g);
+		rx__hold_end(&m, registry, g);
 		head = d != RX_QUEUE || why->reason == RX_REASON_LIMITER_FULL;
 		if (head) { /* it leaves the line */
 			waiting.g = NULL;
@@ -544,13 +507,13 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	uint64_t place = 0;
 	enum rx_decision d;
 	struct watch w;
-	struct mark m = {false, 0, 0, 0, 0, 0};
+	struct rx_hold_mark m = {false, 0, 0, 0, 0, 0};
 	unsigned timed_out = 0;
 	uint32_t slot = 0, waiters = 0;
 
 	rx__lock(l);
 	rx__watch_begin(&w, g, *now);
-	mark_begin(&m, g);
+	rx__hold_begin(&m, g);
 	if (deadlines) { /* RESILIX_TIMEOUT_MS set (ADR-382) */
 		slot = rx_registry_index(registry, g);
 		timed_out = rx__deadline_sweep(g, slot, *now);
@@ -563,7 +526,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		: rx_guard_admit(g, &ctx, permit, &why);
 	if (deadlines && d == RX_ADMIT && seq)
 		*seq = rx__deadline_push(slot, *now, permit, owner);
-	mark_end(&m, g);
+	rx__hold_end(&m, registry, g);
 	rx__watch_end(&w, g, *now);
 	rx__unlock(l);
 	if (deadlines && timed_out)
@@ -581,7 +544,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		    !dontwait && rx__cfg.queue_timeout_ms > 0 &&
 		    (fd < 0 || rx__fd_blocking(fd)); /* fd < 0: curl.c */
 		rx__lock(l);
-		mark_begin(&m, g);
+		rx__hold_begin(&m, g);
 		if (ctx.can_wait && rx__fifo_ahead(rx_registry_index(registry, g))) {
 			d = RX_QUEUE; /* behind the line (ADR-383) */
 			why.reason = rx_guard_next_token_ns(g, *now) > *now
@@ -595,7 +558,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		} else if (d == RX_QUEUE &&
 			 rx_guard_enqueue(g, *now, &place) != RX_OK)
 			d = RX_REFUSE;
-		mark_end(&m, g);
+		rx__hold_end(&m, registry, g);
 		rx__unlock(l);
 		if (d == RX_QUEUE) {
 			bool ok = why.reason == RX_REASON_LIMITER_FULL
@@ -723,7 +686,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	uint32_t waiters;
 	bool log_limit;
 	struct watch w;
-	struct mark m = {false, 0, 0, 0, 0, 0};
+	struct rx_hold_mark m = {false, 0, 0, 0, 0, 0};
 
 	obs.verdict = v;
 	obs.latency_us =
@@ -737,13 +700,13 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 		return;
 	}
 	rx__watch_begin(&w, g, now);
-	mark_begin(&m, g);
+	rx__hold_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
 	if (rx__deadlines_on)
 		timed_out = rx__deadline_sweep(g, slot, now);
-	mark_end(&m, g);
+	rx__hold_end(&m, registry, g);
 	rx__watch_end(&w, g, now);
 	waiters = rx_guard_waiters(g);
 	log_limit = limit_changed(g, now, &ls);
@@ -782,7 +745,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t slot, waiters;
-	struct mark m;
+	struct rx_hold_mark m;
 
 	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
 	 * the hooked path's (ADR-382), and seq is 0 without them. */
@@ -801,9 +764,9 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
-	mark_begin(&m, g);
+	rx__hold_begin(&m, g);
 	rx_guard_settle(g, permit, &obs);
-	mark_end(&m, g);
+	rx__hold_end(&m, registry, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (waiters > 0)
