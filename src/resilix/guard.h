@@ -146,7 +146,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
  * Same contract as rx_gate_admit / rx_gate_settle, whose steps they run
  * with the breaker and limiter called directly (ADR-180). Not
  * thread-safe: callers serialise per guard. O(policies), no allocation;
- * about 430 instructions per admit + settle with both policies on
+ * about 350 instructions per admit + settle with both policies on
  * (scripts/bench core; ADR-302).
  */
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -155,6 +155,18 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
                                 struct rx_refusal *why);
 void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
                      const struct rx_observation *obs);
+
+/*
+ * rx_guard_admit_fast - rx_guard_admit for the common case only: the
+ * default policies (breaker and limiter on, nothing else, no shares), a
+ * closed circuit and a limiter below its slots. Then it admits at
+ * @now_ns exactly as rx_guard_admit would, fills @permit (two tickets)
+ * and returns true; otherwise it changes nothing and returns false, and
+ * the caller asks rx_guard_admit (ADR-531). Not thread-safe: callers
+ * serialise per guard. O(1), no allocation.
+ */
+bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+                         struct rx_gate_permit *permit);
 
 /*
  * rx_guard_enqueue - take a place in the limiter's wait queue after
