@@ -120,6 +120,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		g->shares_on = true;
 	}
 	g->more = g->ratelimit_on || g->throttler_on || g->bulkhead_on;
+	g->plain = g->breaker_on && g->limiter_on && !g->more && !g->shares_on;
 	/* Without a breaker the zeroed struct reads as closed, and without a
 	 * limiter it has no waiters, which is what the registry's eviction
 	 * test wants. */
@@ -498,8 +499,7 @@ bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
 	struct rx_limiter *l = &g->limiter;
 	uint64_t slots;
 
-	if (RX__UNLIKELY(!g->breaker_on || !g->limiter_on || g->more ||
-			 g->shares_on || b->state != RX_BREAKER_CLOSED))
+	if (RX__UNLIKELY(!g->plain || b->state != RX_BREAKER_CLOSED))
 		return false;
 	slots = rx__limiter_slot_limit(l, rx__limiter_band_limit(l, now_ns));
 	if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >= slots))
@@ -520,11 +520,9 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 {
 	if (obs->now_ns > g->last_used_ns)
 		g->last_used_ns = obs->now_ns;
-	if (RX__LIKELY(permit->count == 2 && g->gate.count == 2 && !g->more &&
-		       g->breaker_on)) {
-		/* settle_policies for the default policies' two tickets (the
-		 * gate's two are then the breaker and the limiter), without
-		 * its tests (ADR-531). */
+	if (RX__LIKELY(g->plain && permit->count == 2)) {
+		/* settle_policies for the default policies' two tickets,
+		 * without its tests (ADR-531). */
 		rx__breaker_settle(&g->breaker, &permit->tickets[0], obs);
 		rx__limiter_settle(&g->limiter, &permit->tickets[1], obs);
 	} else if (RX__UNLIKELY(g->more)) {

@@ -101,6 +101,8 @@ struct rx_guard {
 	bool limiter_on;           /* calls them directly (ADR-180) */
 	bool bulkhead_on, ratelimit_on, throttler_on;
 	bool more; /* any of the three: admit and settle take the long way */
+	bool plain; /* breaker and limiter only, no shares: the common case
+		       rx_guard_admit_fast admits (ADR-531) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint32_t waiting;     /* rx_guard_wait_begin without its end */
