@@ -97,11 +97,26 @@ static atomic_bool warned_registry_full;
 RX_TLS struct rx_guard *rx__key_lock_g;
 RX_TLS struct rx_lock *rx__key_lock_l;
 
+/* The slot's lock, uncached: for a signal handler's rx__jumped, which must
+ * not touch a cache the code it interrupted may be filling. */
+static struct rx_lock *guard_lock_uncached(struct rx_guard *g)
+{
+	return &guard_locks[rx_registry_index(registry, g)];
+}
+
 struct rx_lock *rx__key_lock_miss(struct rx_guard *g)
 {
-	rx__key_lock_l = &guard_locks[rx_registry_index(registry, g)];
+	struct rx_lock *l = guard_lock_uncached(g);
+
+	/* Emptied first, filled last: a longjmp out of a signal handler
+	 * that interrupts this leaves the cache empty or whole, never a
+	 * guard paired with another's lock (ADR-226). */
+	rx__key_lock_g = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	rx__key_lock_l = l;
+	atomic_signal_fence(memory_order_seq_cst);
 	rx__key_lock_g = g;
-	return rx__key_lock_l;
+	return l;
 }
 
 static inline struct rx_lock *guard_lock(struct rx_guard *g)
@@ -224,7 +239,7 @@ void rx__jumped(void)
 	rx__inside = 0;
 	if (!g)
 		return;
-	l = guard_lock(g);
+	l = guard_lock_uncached(g);
 	if (!rx__trylock(l)) {
 		waiting.g = NULL; /* another thread holds it: the place stays */
 		return;
@@ -646,7 +661,8 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
 {
-	struct rx_lock *l = guard_lock(g);
+	/* Uncached: the retry layer may count with rx__inside clear. */
+	struct rx_lock *l = guard_lock_uncached(g);
 
 	rx__lock(l);
 	rx_guard_count_refusal(g, reason);

@@ -160,7 +160,9 @@ extern bool rx__ka_on RX_HIDDEN;
  * rx__key_lock - the guard lock of @g. A guard's slot never changes
  * (registry.h), so a one-entry cache per thread maps it without the
  * registry's index - the keys a thread uses back to back are mostly one
- * (ADR-531); rx__key_lock_miss fills it. Thread-safe; O(1).
+ * (ADR-531); rx__key_lock_miss fills it. Only with rx__inside set, as
+ * every admission and settlement runs: no signal handler's call on the
+ * thread then reaches the cache between its two loads (ADR-226). O(1).
  */
 extern RX_TLS struct rx_guard *rx__key_lock_g;
 extern RX_TLS struct rx_lock *rx__key_lock_l;
