@@ -9,14 +9,10 @@
 #ifndef RESILIX_PRELOAD_KEEPALIVE_H
 #define RESILIX_PRELOAD_KEEPALIVE_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "call.h"
 #include "fdtable.h"
-#include "protocols.h"
-#include "runtime.h"
 
 /* Which wrapper a fast path stands in for. */
 enum rx_ka_how { RX_KA_WRITE, RX_KA_SEND, RX_KA_READ, RX_KA_RECV };
