@@ -89,11 +89,38 @@ static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
 /* Any hook of a settlement on: log level info or debug, or a metrics
  * file. Set once at start-up, read-only afterwards (ADR-185). */
 static bool hooks_on;
+bool rx__ka_on;
 static atomic_bool warned_registry_full;
 
-static struct rx_lock *guard_lock(struct rx_guard *g)
+/* The guard lock of @g, through the per-thread cache (admit.h). */
+RX_TLS struct rx_guard *rx__key_lock_g;
+RX_TLS struct rx_lock *rx__key_lock_l;
+
+/* The slot's lock, uncached: for a signal handler's rx__jumped, which must
+ * not touch a cache the code it interrupted may be filling. */
+static struct rx_lock *guard_lock_uncached(struct rx_guard *g)
 {
 	return &guard_locks[rx_registry_index(registry, g)];
+}
+
+struct rx_lock *rx__key_lock_miss(struct rx_guard *g)
+{
+	struct rx_lock *l = guard_lock_uncached(g);
+
+	/* Emptied first, filled last: a longjmp out of a signal handler
+	 * that interrupts this leaves the cache empty or whole, never a
+	 * guard paired with another's lock (ADR-226). */
+	rx__key_lock_g = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	rx__key_lock_l = l;
+	atomic_signal_fence(memory_order_seq_cst);
+	rx__key_lock_g = g;
+	return l;
+}
+
+static inline struct rx_lock *guard_lock(struct rx_guard *g)
+{
+	return rx__key_lock(g);
 }
 
 static const char *key_of(struct rx_guard *g)
@@ -211,7 +238,7 @@ void rx__jumped(void)
 	rx__inside = 0;
 	if (!g)
 		return;
-	l = guard_lock(g);
+	l = guard_lock_uncached(g);
 	if (!rx__trylock(l)) {
 		waiting.g = NULL; /* another thread holds it: the place stays */
 		return;
@@ -633,7 +660,8 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)
 {
-	struct rx_lock *l = guard_lock(g);
+	/* Uncached: the retry layer may count with rx__inside clear. */
+	struct rx_lock *l = guard_lock_uncached(g);
 
 	rx__lock(l);
 	rx_guard_count_refusal(g, reason);
@@ -743,7 +771,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 {
 	struct rx_observation obs;
 	struct rx_lock *l;
-	uint32_t slot, waiters;
+	uint32_t waiters;
 	struct rx_shm_mark m;
 
 	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
@@ -755,8 +783,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	}
 	(void)owner;
 	(void)seq;
-	slot = rx_registry_index(registry, g);
-	l = &guard_locks[slot];
+	l = guard_lock(g);
 	obs.verdict = v;
 	obs.latency_us =
 	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
@@ -769,7 +796,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (waiters > 0)
-		wake_waiters(&key_waits[slot]);
+		wake_waiters(key_wait_of(g));
 }
 
 void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
@@ -777,6 +804,11 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		    uint64_t now, const char *at)
 {
 	settle(g, permit, v, start_ns, end_ns, now, at, NULL, 0);
+}
+
+void rx__key_wake(struct rx_guard *g)
+{
+	wake_waiters(key_wait_of(g));
 }
 
 void rx__key_settle_call(struct rx_guard *g,
@@ -887,6 +919,7 @@ int rx__admit_setup(const char **what)
 void rx__admit_hooks(bool on)
 {
 	hooks_on = on || rx__deadlines_on;
+	rx__ka_on = !hooks_on && !rx__shared_on; /* ADR-531 */
 }
 
 struct rx_registry *rx__admit_registry(void)

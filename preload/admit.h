@@ -20,6 +20,7 @@
 #include "lock.h"
 #include "resilix.h"
 #include "shim_config.h"
+#include "state.h"
 
 /*
  * rx__permit_copy - copy a permit's tickets, not its whole array: a permit
@@ -147,6 +148,83 @@ void rx__key_settle_call(struct rx_guard *g,
 			 const struct rx_gate_permit *permit, enum rx_verdict v,
 			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
 			 const char *at, const void *owner, uint16_t seq);
+
+/* ---- the kept-alive cycle's fast path (keepalive.c, ADR-531) ---------- */
+
+/*
+ * rx__ka_on - no settlement hook (log below info, no metrics file), no
+ * deadline (RESILIX_TIMEOUT_MS unset) and no shared segment: the
+ * process-wide half of the fast path's one test. Set at start-up with the
+ * hooks (rx__admit_hooks), read-only afterwards.
+ */
+extern bool rx__ka_on RX_HIDDEN;
+
+/*
+ * rx__key_lock - the guard lock of @g. A guard's slot never changes
+ * (registry.h), so a one-entry cache per thread maps it without the
+ * registry's index - the keys a thread uses back to back are mostly one
+ * (ADR-531); rx__key_lock_miss fills it. Only with rx__inside set, as
+ * every admission and settlement runs: no signal handler's call on the
+ * thread then reaches the cache between its two loads (ADR-226). O(1).
+ */
+extern RX_TLS struct rx_guard *rx__key_lock_g;
+extern RX_TLS struct rx_lock *rx__key_lock_l;
+struct rx_lock *rx__key_lock_miss(struct rx_guard *g);
+
+static inline struct rx_lock *rx__key_lock(struct rx_guard *g)
+{
+	if (__builtin_expect(rx__key_lock_g == g, 1))
+		return rx__key_lock_l;
+	return rx__key_lock_miss(g);
+}
+
+/* rx__key_wake - wake @g's waiters (a settlement found some). */
+void rx__key_wake(struct rx_guard *g);
+
+/*
+ * rx__key_admit_fast - admit a call on @g at @now (the caller's clock
+ * read; no wait, no deadline) when the guard's common case holds
+ * (rx_guard_admit_fast): true with @permit filled. false: nothing
+ * changed; ask rx__admit_call. One guard lock round trip; O(1). Inline.
+ */
+static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
+				      struct rx_gate_permit *permit)
+{
+	struct rx_lock *l = rx__key_lock(g);
+	bool ok;
+
+	rx__lock(l);
+	ok = rx_guard_admit_fast(g, now, permit);
+	rx__unlock(l);
+	return ok;
+}
+
+/*
+ * rx__key_settle_fast - rx__key_settle_call with rx__ka_on: no deadline
+ * to claim, no hook, no shared hold - settle()'s common case (admit.c),
+ * inline. Preserves errno.
+ */
+static inline void rx__key_settle_fast(struct rx_guard *g,
+				       const struct rx_gate_permit *permit,
+				       enum rx_verdict v, uint64_t start_ns,
+				       uint64_t end_ns, uint64_t now)
+{
+	struct rx_observation obs;
+	struct rx_lock *l = rx__key_lock(g);
+	uint32_t waiters;
+
+	obs.verdict = v;
+	obs.latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	obs.now_ns = now;
+	rx__state_touched(); /* this process has something to save */
+	rx__lock(l);
+	rx_guard_settle(g, permit, &obs);
+	waiters = rx_guard_waiters(g);
+	rx__unlock(l);
+	if (__builtin_expect(waiters > 0, 0))
+		rx__key_wake(g);
+}
 
 /* ---- start-up and fork (init.c) --------------------------------------- */
 

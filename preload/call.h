@@ -109,21 +109,17 @@ void rx__getsockopt_so_error(int fd, int rc, int value);
  * end gets the real result and the buffers the bytes landed in; it sniffs
  * them and settles the call at its first response byte, EOF or error.
  */
-static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
-						 int flags, size_t len)
+/* rx__read_begin_rec - rx__read_begin for @fd's record @e, whose phase
+ * the caller read as @ph (io.c's wrappers look the record up once). */
+static inline enum rx_op_decision
+rx__read_begin_rec(struct rx_op *op, int fd, struct rx_fd *e,
+		   enum rx_fd_phase ph, int flags, size_t len)
 {
-	struct rx_fd *e;
-	enum rx_fd_phase ph;
-
 	/* An error-queue or out-of-band read does not read the stream the
 	 * answer comes on: whatever it returns - EAGAIN at once, 0 with
 	 * control data, EINVAL - says nothing of the call (ADR-361). */
 	if (flags & (MSG_ERRQUEUE | MSG_OOB))
 		return RX_OP_PASS;
-	e = rx__fd_get(fd);
-	if (!e)
-		return RX_OP_PASS;
-	ph = rx__fd_phase(e);
 	/* Only a call waiting for its first byte cares about a read: body
 	 * bytes of an answered call pass untouched. */
 	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
@@ -142,6 +138,16 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
 	return RX_OP_TRACK;
+}
+
+static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
+						 int flags, size_t len)
+{
+	struct rx_fd *e = rx__fd_get(fd);
+
+	if (!e)
+		return RX_OP_PASS;
+	return rx__read_begin_rec(op, fd, e, rx__fd_phase(e), flags, len);
 }
 void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		  int iovcnt);

@@ -52,6 +52,7 @@
 #include "fdtable.h"
 #include "hot.h"
 #include "init.h"
+#include "keepalive.h"
 #include "symbols.h"
 
 /* glibc's fortify failure: prints "buffer overflow detected" and aborts. */
@@ -142,11 +143,39 @@ static inline bool low_ptr(const void *p)
 #define FAST_RECV(name, fd, ...) FAST_PATH(recv_passes, name, fd, __VA_ARGS__)
 #define FAST_SEND(name, fd, ...) FAST_PATH(send_passes, name, fd, __VA_ARGS__)
 
+/*
+ * FAST_PATH_TO(passes, name, to, fd, args...): FAST_PATH for the hottest
+ * wrappers (read, recv, write, send), which hand an fd that matters to
+ * @to with the record and phase the test just read: the record is looked
+ * up once per call (ADR-531). The untracked fd's path is FAST_PATH's; a
+ * tracked one's phase is read as rx__fd_phase reads it (acquire), so the
+ * record's fields published with it are seen too.
+ */
+#define FAST_PATH_TO(passes, name, to, fd, ...)                                \
+	do {                                                                   \
+		if (LIKELY((unsigned)(fd) < capacity())) {                     \
+			uint32_t i_ = atomic_load_explicit(                    \
+			    &rx__fd_map[(unsigned)(fd)], memory_order_relaxed); \
+			struct rx_fd *e_;                                      \
+			unsigned ph_;                                          \
+                                                                               \
+			if (LIKELY(i_ == 0))                                   \
+				return RX_HOT(name)(fd, __VA_ARGS__);          \
+			e_ = &rx__fd_pool[i_];                                 \
+			ph_ = atomic_load_explicit(&e_->phase,                 \
+						   memory_order_acquire);      \
+			if (LIKELY(passes(ph_)))                               \
+				return RX_HOT(name)(fd, __VA_ARGS__);          \
+			return to(e_, (enum rx_fd_phase)ph_, fd, __VA_ARGS__); \
+		}                                                              \
+		return rx__real_##name(fd, __VA_ARGS__);                       \
+	} while (0)
+
 #define RX_NOINLINE __attribute__((noinline))
 
 /*
- * do_read, do_recv, do_write and do_send run only behind FAST_RECV or
- * FAST_SEND, for an fd below the capacity, which is published after the
+ * do_recv, do_write and do_send (and keepalive.c's paths) run only behind
+ * FAST_PATH_TO, for an fd below the capacity, which is published after the
  * binding: their real calls go through the hot table too, without
  * rx__real_X's "is the table bound?" check (ADR-187).
  */
@@ -262,19 +291,13 @@ static void recv_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 	rx__read_end(op, (ssize_t)v.iov_len, &v, 1);
 }
 
-static RX_NOINLINE ssize_t do_read(int fd, void *buf, size_t len)
+/* read and __read_chk on an fd that matters: the kept-alive cycle's
+ * path, which takes the general steps itself when its case does not hold
+ * (keepalive.h). */
+static inline ssize_t read_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
+			       void *buf, size_t len)
 {
-	struct rx_op op;
-	struct iovec iov;
-	ssize_t n;
-
-	if (rx__read_begin(&op, fd, 0, len) != RX_OP_TRACK)
-		return RX_HOT(read)(fd, buf, len);
-	n = RX_HOT(read)(fd, buf, len);
-	iov.iov_base = buf;
-	iov.iov_len = len;
-	rx__read_end(&op, n, &iov, 1);
-	return n;
+	return rx__ka_recv(RX_KA_READ, fd, e, ph, buf, len);
 }
 
 static RX_NOINLINE ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
@@ -296,14 +319,15 @@ static RX_NOINLINE ssize_t do_recvfrom(int fd, void *buf, size_t len, int flags,
 	return n;
 }
 
-static RX_NOINLINE ssize_t do_recv(int fd, void *buf, size_t len, int flags)
+static RX_NOINLINE ssize_t do_recv(struct rx_fd *e, enum rx_fd_phase ph,
+				   int fd, void *buf, size_t len, int flags)
 {
 	struct rx_op op;
 	struct iovec iov;
 	struct head h = {.on = false};
 	ssize_t n;
 
-	if (rx__read_begin(&op, fd, flags, len) != RX_OP_TRACK)
+	if (rx__read_begin_rec(&op, fd, e, ph, flags, len) != RX_OP_TRACK)
 		return RX_HOT(recv)(fd, buf, len, flags);
 	if (discards(flags, len) && head_peek(&op, fd, flags, &h, &n))
 		return n;
@@ -314,10 +338,18 @@ static RX_NOINLINE ssize_t do_recv(int fd, void *buf, size_t len, int flags)
 	return n;
 }
 
+/* recv on an fd that matters: without flags, read's path. */
+static inline ssize_t recv_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
+			       void *buf, size_t len, int flags)
+{
+	if (flags == 0)
+		return rx__ka_recv(RX_KA_RECV, fd, e, ph, buf, len);
+	return do_recv(e, ph, fd, buf, len, flags);
+}
+
 RX_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	FAST_RECV(read, fd, buf, len);
-	return do_read(fd, buf, len);
+	FAST_PATH_TO(recv_passes, read, read_rec, fd, buf, len);
 }
 
 RX_EXPORT ssize_t __read(int fd, void *buf, size_t len)
@@ -329,14 +361,12 @@ RX_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
 	if (len > buflen)
 		__chk_fail();
-	FAST_RECV(read, fd, buf, len);
-	return do_read(fd, buf, len);
+	FAST_PATH_TO(recv_passes, read, read_rec, fd, buf, len);
 }
 
 RX_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	FAST_RECV(recv, fd, buf, len, flags);
-	return do_recv(fd, buf, len, flags);
+	FAST_PATH_TO(recv_passes, recv, recv_rec, fd, buf, len, flags);
 }
 
 RX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -344,8 +374,7 @@ RX_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 {
 	if (len > buflen)
 		__chk_fail();
-	FAST_RECV(recv, fd, buf, len, flags);
-	return do_recv(fd, buf, len, flags);
+	FAST_PATH_TO(recv_passes, recv, recv_rec, fd, buf, len, flags);
 }
 
 RX_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -524,10 +553,20 @@ static RX_NOINLINE ssize_t do_write(int fd, const void *buf, size_t len)
 	return n;
 }
 
+/* write on an fd that matters: an idle record's write may start a call,
+ * which the kept-alive cycle's path admits (keepalive.h); any other
+ * continues the exchange. */
+static inline ssize_t write_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
+				const void *buf, size_t len)
+{
+	if (ph == RX_FD_IDLE)
+		return rx__ka_send(RX_KA_WRITE, fd, e, buf, len, 0);
+	return do_write(fd, buf, len);
+}
+
 RX_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	FAST_SEND(write, fd, buf, len);
-	return do_write(fd, buf, len);
+	FAST_PATH_TO(send_passes, write, write_rec, fd, buf, len);
 }
 
 RX_EXPORT ssize_t __write(int fd, const void *buf, size_t len)
@@ -549,6 +588,15 @@ static RX_NOINLINE ssize_t do_send(int fd, const void *buf, size_t len,
 	n = RX_HOT(send)(fd, buf, len, flags);
 	rx__write_end(&op, n);
 	return n;
+}
+
+/* send on an fd that matters: write_rec's choice. */
+static inline ssize_t send_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
+			       const void *buf, size_t len, int flags)
+{
+	if (ph == RX_FD_IDLE)
+		return rx__ka_send(RX_KA_SEND, fd, e, buf, len, flags);
+	return do_send(fd, buf, len, flags);
 }
 
 /*
@@ -683,8 +731,7 @@ RX_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 RX_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	FAST_SEND(send, fd, buf, len, flags);
-	return do_send(fd, buf, len, flags);
+	FAST_PATH_TO(send_passes, send, send_rec, fd, buf, len, flags);
 }
 
 RX_EXPORT ssize_t __send(int fd, const void *buf, size_t len, int flags)

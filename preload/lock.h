@@ -50,38 +50,26 @@ extern int rx__lock_tag RX_HIDDEN;
 extern bool (*rx__lock_stall)(struct rx_lock *l, int tag) RX_HIDDEN;
 #define RX_LOCK_STALL_YIELDS 256
 
-/* rx__lock - take @l, spinning, yielding every 128 spins. Never call into
- * libc while holding it. */
+/* rx__lock_wait - the contended half of rx__lock: @l was held at the
+ * first try (already counted in rx__locks_held). Spins, yielding every 128
+ * spins, until it holds @l. Out of line (runtime.c): the uncontended lock
+ * is then one compare-and-swap, and its callers keep no registers for a
+ * loop they almost never run (ADR-531). */
+void rx__lock_wait(struct rx_lock *l) RX_HIDDEN;
+
+/* rx__lock - take @l. Never call into libc while holding it. */
 static inline void rx__lock(struct rx_lock *l)
 {
-	unsigned spins = 0, yields = 0;
-	int tag = rx__lock_tag;
+	int seen = 0;
 
 	rx__locks_held++;
 	atomic_signal_fence(memory_order_seq_cst);
-	for (;;) {
-		int seen = 0;
-
-		if (atomic_compare_exchange_weak_explicit(
-			&l->held, &seen, tag, memory_order_acquire,
-			memory_order_relaxed))
-			return;
-		while ((seen = atomic_load_explicit(
-			    &l->held, memory_order_relaxed)) != 0) {
-			if (++spins < 128)
-				continue;
-			sched_yield();
-			spins = 0;
-			if (++yields >= RX_LOCK_STALL_YIELDS) {
-				bool (*stall)(struct rx_lock *, int) =
-				    rx__lock_stall;
-
-				yields = 0;
-				if (stall && stall(l, seen))
-					return;
-			}
-		}
-	}
+	if (__builtin_expect(atomic_compare_exchange_weak_explicit(
+				 &l->held, &seen, rx__lock_tag,
+				 memory_order_acquire, memory_order_relaxed),
+			     1))
+		return;
+	rx__lock_wait(l);
 }
 
 /* One try; true when @l is now held. */

@@ -3,7 +3,8 @@
  * owner process, the generators' seed and the configuration in force
  * (runtime.h says what each is for). Nothing here calls another file of
  * the shim. Decisions: ADR-146 (the fork word), ADR-173 (the clock's
- * offset), ADR-226 (held locks count as being inside).
+ * offset), ADR-226 (held locks count as being inside), ADR-531 (the
+ * contended half of the shim's lock).
  */
 #include "config.h"
 
@@ -32,6 +33,36 @@ uint64_t rx__rng_seed;
 atomic_uint rx__rng_epoch;
 RX_TLS struct rx_rng rx__tls_rng;
 RX_TLS unsigned rx__tls_rng_epoch;
+
+void rx__lock_wait(struct rx_lock *l)
+{
+	unsigned spins = 0, yields = 0;
+	int tag = rx__lock_tag;
+
+	for (;;) {
+		int seen = 0;
+
+		if (atomic_compare_exchange_weak_explicit(
+			&l->held, &seen, tag, memory_order_acquire,
+			memory_order_relaxed))
+			return;
+		while ((seen = atomic_load_explicit(
+			    &l->held, memory_order_relaxed)) != 0) {
+			if (++spins < 128)
+				continue;
+			sched_yield();
+			spins = 0;
+			if (++yields >= RX_LOCK_STALL_YIELDS) {
+				bool (*stall)(struct rx_lock *, int) =
+				    rx__lock_stall;
+
+				yields = 0;
+				if (stall && stall(l, seen))
+					return;
+			}
+		}
+	}
+}
 
 /* Map and arm the fork word (start-up). Leaves it NULL on failure. The
  * page size comes from the auxiliary vector, which start-up already

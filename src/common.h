@@ -28,10 +28,12 @@
 #define RX__NOINLINE __attribute__((noinline))
 #define RX__INLINE inline __attribute__((always_inline))
 #define RX__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RX__LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define RX__NOINLINE
 #define RX__INLINE inline
 #define RX__UNLIKELY(x) (x)
+#define RX__LIKELY(x) (x)
 #endif
 
 /* a + b, or UINT64_MAX when the sum does not fit. */

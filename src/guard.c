@@ -122,6 +122,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		g->shares_on = true;
 	}
 	g->more = g->ratelimit_on || g->throttler_on || g->bulkhead_on;
+	g->plain = g->breaker_on && g->limiter_on && !g->more && !g->shares_on;
 	/* Without a breaker the zeroed struct reads as closed, and without a
 	 * limiter it has no waiters, which is what the registry's eviction
 	 * test wants. */
@@ -525,15 +526,47 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 	return d;
 }
 
+/* The steps of admit_policies for a closed breaker and a limiter below
+ * its slots, with the tests that lead elsewhere asked first, before any
+ * write: prime's stores are those the two admits overwrite (ADR-531). */
+bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+			 struct rx_gate_permit *permit)
+{
+	struct rx_breaker *b = &g->breaker;
+	struct rx_limiter *l = &g->limiter;
+	uint64_t slots;
+
+	if (RX__UNLIKELY(!g->plain || b->state != RX_BREAKER_CLOSED))
+		return false;
+	slots = rx__limiter_slot_limit(l, rx__limiter_band_limit(l, now_ns));
+	if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >= slots))
+		return false;
+	if (now_ns > g->last_used_ns)
+		g->last_used_ns = now_ns;
+	permit->tickets[0].start_ns = rx__clock(&b->last_now_ns, now_ns);
+	permit->tickets[0].generation = b->generation;
+	permit->tickets[0].flags = 0;
+	rx__limiter_take_slot(l, now_ns, &permit->tickets[1]);
+	permit->count = 2;
+	g->in_flight = rx__sat_inc32(g->in_flight);
+	return true;
+}
+
 void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		     const struct rx_observation *obs)
 {
 	if (obs->now_ns > g->last_used_ns)
 		g->last_used_ns = obs->now_ns;
-	if (RX__UNLIKELY(g->more))
+	if (RX__LIKELY(g->plain && permit->count == 2)) {
+		/* settle_policies for the default policies' two tickets,
+		 * without its tests (ADR-531). */
+		rx__breaker_settle(&g->breaker, &permit->tickets[0], obs);
+		rx__limiter_settle(&g->limiter, &permit->tickets[1], obs);
+	} else if (RX__UNLIKELY(g->more)) {
 		settle_general(g, permit, obs);
-	else
+	} else {
 		settle_policies(g, permit, obs);
+	}
 	g->in_flight = rx__sat_dec32(g->in_flight);
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)

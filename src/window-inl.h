@@ -25,20 +25,20 @@ static inline void rx__window_drop_tail(struct rx_window *w)
 	w->count--;
 }
 
-/* rx_window_expire; true when it evicted a slot. */
+/* The eviction loop of rx__window_expire, for a tail that is due: out of
+ * line (window.c), so the data path that finds the tail young keeps no
+ * registers for it (ADR-531). Returns true (it evicts at least one). */
+bool rx__window_evict(struct rx_window *w, uint64_t now_ns);
+
+/* rx_window_expire; true when it evicted a slot. Slots are in time order,
+ * so a young tail means nothing is due: one load and a compare. */
 static inline bool rx__window_expire(struct rx_window *w, uint64_t now_ns)
 {
-	bool evicted = false;
-
-	if (w->max_age_ns == 0)
+	if (w->max_age_ns == 0 || w->count == 0 ||
+	    RX__LIKELY(rx__sat_sub(now_ns, rx_window_slots(w)[w->tail].t_ns) <
+		       w->max_age_ns))
 		return false;
-	while (w->count > 0 &&
-	       rx__sat_sub(now_ns, rx_window_slots(w)[w->tail].t_ns) >= w->max_age_ns) {
-		rx__window_drop_tail(w);
-		w->aged_out = rx__sat_add(w->aged_out, 1);
-		evicted = true;
-	}
-	return evicted;
+	return rx__window_evict(w, now_ns);
 }
 
 /* rx_window_push without its age eviction, for a caller that has just
@@ -54,9 +54,12 @@ static inline void rx__window_append(struct rx_window *w, uint64_t now_ns,
 		 * on; the count stays (ADR-302). */
 		struct rx_window_slot *s = &rx_window_slots(w)[w->tail];
 		uint32_t old = s->flags;
-		w->failures +=
-		    (flags & RX_SLOT_FAILURE) - (old & RX_SLOT_FAILURE);
-		w->slow += (flags >> 1) - ((old & RX_SLOT_SLOW) >> 1);
+		/* Mostly a success over a success: the counters stay. */
+		if (RX__UNLIKELY(old != flags)) {
+			w->failures += (flags & RX_SLOT_FAILURE) -
+				       (old & RX_SLOT_FAILURE);
+			w->slow += (flags >> 1) - ((old & RX_SLOT_SLOW) >> 1);
+		}
 		s->t_ns = now_ns;
 		s->flags = flags;
 		s->pad = 0;

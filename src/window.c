@@ -34,6 +34,17 @@ int rx_window_init(struct rx_window *w, struct rx_window_slot *slots,
 	return RX_OK;
 }
 
+bool rx__window_evict(struct rx_window *w, uint64_t now_ns)
+{
+	while (w->count > 0 &&
+	       rx__sat_sub(now_ns, rx_window_slots(w)[w->tail].t_ns) >=
+		   w->max_age_ns) {
+		rx__window_drop_tail(w);
+		w->aged_out = rx__sat_add(w->aged_out, 1);
+	}
+	return true;
+}
+
 /* The bodies are in window-inl.h, where the breaker inlines them. */
 void rx_window_expire(struct rx_window *w, uint64_t now_ns)
 {

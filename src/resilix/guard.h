@@ -101,6 +101,8 @@ struct rx_guard {
 	bool limiter_on;           /* calls them directly (ADR-180) */
 	bool bulkhead_on, ratelimit_on, throttler_on;
 	bool more; /* any of the three: admit and settle take the long way */
+	bool plain; /* breaker and limiter only, no shares: the common case
+		       rx_guard_admit_fast admits (ADR-531) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint32_t waiting;     /* rx_guard_wait_begin without its end */
@@ -150,7 +152,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
  * Same contract as rx_gate_admit / rx_gate_settle, whose steps they run
  * with the breaker and limiter called directly (ADR-180). Not
  * thread-safe: callers serialise per guard. O(policies), no allocation;
- * about 430 instructions per admit + settle with both policies on
+ * about 350 instructions per admit + settle with both policies on
  * (scripts/bench core; ADR-302).
  */
 enum rx_decision rx_guard_admit(struct rx_guard *g,
@@ -159,6 +161,18 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
                                 struct rx_refusal *why);
 void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
                      const struct rx_observation *obs);
+
+/*
+ * rx_guard_admit_fast - rx_guard_admit for the common case only: the
+ * default policies (breaker and limiter on, nothing else, no shares), a
+ * closed circuit and a limiter below its slots. Then it admits at
+ * @now_ns exactly as rx_guard_admit would, fills @permit (two tickets)
+ * and returns true; otherwise it changes nothing and returns false, and
+ * the caller asks rx_guard_admit (ADR-531). Not thread-safe: callers
+ * serialise per guard. O(1), no allocation.
+ */
+bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+                         struct rx_gate_permit *permit);
 
 /*
  * rx_guard_enqueue - take a place in the limiter's wait queue after

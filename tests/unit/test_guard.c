@@ -9,7 +9,9 @@
  * the other policies on, the order is rate limiter, breaker, throttler,
  * bulkhead, limiter (ADR-460), a later refusal or queue leaves no trace
  * in the earlier ones, and a waiter's look keeps its place while the rate
- * limiter has no token (ADR-461).
+ * limiter has no token (ADR-461). The fast admission of the common case
+ * admits exactly as the guard does and leaves anything else untouched
+ * (ADR-531).
  * Deterministic: injected time, no sleeping.
  */
 #include <string.h>
@@ -461,6 +463,70 @@ static void test_throttled_takes_nothing(void)
 	CU_ASSERT_EQUAL(g.counters.refused[RX_REASON_THROTTLED], throttled);
 }
 
+/* rx_guard_admit_fast admits exactly as rx_guard_admit does in the
+ * common case, and changes nothing outside it (ADR-531). */
+static void test_admit_fast(void)
+{
+	static struct rx_window_slot sa[32], sb[32];
+	struct rx_guard_config c;
+	struct rx_guard a, b;
+	struct rx_gate_permit pa[3], pb[3];
+	struct rx_refusal why;
+	struct rx_admit_ctx ctx = {.now_ns = 5 * MS, .can_wait = false};
+	uint64_t t = 5 * MS;
+	int i;
+
+	rx_guard_config_default(&c);
+	c.breaker.window_calls = 32;
+	c.breaker.consecutive_backstop = 1;
+	c.breaker.open_ms = 1000;
+	c.limiter.min_limit = c.limiter.max_limit = 2;
+	c.limiter.initial_limit = 2;
+	c.limiter.learn_first = false;
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&a, &c, sa, 0), RX_OK);
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&b, &c, sb, 0), RX_OK);
+	/* Below the limit: the same permit and the same state. */
+	for (i = 0; i < 2; i++) {
+		CU_ASSERT_TRUE(rx_guard_admit_fast(&a, t + (uint64_t)i, &pa[i]));
+		ctx.now_ns = t + (uint64_t)i;
+		CU_ASSERT_EQUAL(rx_guard_admit(&b, &ctx, &pb[i], &why),
+				RX_ADMIT);
+		CU_ASSERT_EQUAL(pa[i].count, pb[i].count);
+		CU_ASSERT_EQUAL(memcmp(pa[i].tickets, pb[i].tickets,
+				       2 * sizeof(pa[i].tickets[0])),
+				0);
+	}
+	CU_ASSERT_EQUAL(a.in_flight, b.in_flight);
+	CU_ASSERT_EQUAL(a.limiter.in_flight, b.limiter.in_flight);
+	CU_ASSERT_EQUAL(a.last_used_ns, b.last_used_ns);
+	CU_ASSERT_EQUAL(a.breaker.last_now_ns, b.breaker.last_now_ns);
+	/* At the limit: not the fast path's, and nothing taken. */
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t + 3, &pa[2]));
+	CU_ASSERT_EQUAL(a.in_flight, 2);
+	CU_ASSERT_EQUAL(a.limiter.in_flight, 2);
+	CU_ASSERT_EQUAL(a.last_used_ns, t + 1);
+	/* Settled alike; then a failure opens the circuit: not the fast
+	 * path's either. */
+	for (i = 0; i < 2; i++) {
+		struct rx_observation ok = {RX_SUCCESS, 100, t + 10};
+		struct rx_observation bad = {RX_TRANSIENT, 100, t + 10};
+
+		rx_guard_settle(&a, &pa[i], i == 0 ? &ok : &bad);
+		rx_guard_settle(&b, &pb[i], i == 0 ? &ok : &bad);
+	}
+	CU_ASSERT_EQUAL(a.breaker.state, b.breaker.state);
+	CU_ASSERT_NOT_EQUAL(a.breaker.state, RX_BREAKER_CLOSED);
+	CU_ASSERT_EQUAL(a.in_flight, 0);
+	CU_ASSERT_EQUAL(a.limiter.in_flight, b.limiter.in_flight);
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t + 20, &pa[0]));
+	CU_ASSERT_EQUAL(a.in_flight, 0);
+	/* Another policy on: never the fast path's. */
+	c.bulkhead_on = true;
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&a, &c, sa, 0), RX_OK);
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t, &pa[0]));
+	CU_ASSERT_EQUAL(a.in_flight, 0);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -480,6 +546,8 @@ int main(void)
 	     test_waiter_paced},
 	    {"a throttled call takes no slot and no token",
 	     test_throttled_takes_nothing},
+	    {"the fast admission is the common case's admission",
+	     test_admit_fast},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("guard", tests);
