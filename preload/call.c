@@ -367,6 +367,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	struct verdicts vs;
 	struct ending end;
 	uint64_t now = 0;
+	uint8_t aw;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -377,7 +378,9 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
 		now = rx__now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
-	o.awaited = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	o.awaited = aw != 0;
+	o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
 	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
@@ -730,8 +733,13 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		if (op->len > 0)
 			fail_call_stale(op, RX_TRANSIENT, "eof", true);
 	} else if (err == EAGAIN || err == EWOULDBLOCK) {
-		if (!settle_overdue(op))
-			maybe_timeout(op);
+		/* SO_RCVTIMEO ran out: a timeout if the program then gives
+		 * the call up, judged by its answer if it reads on (ADR-572). */
+		if (!settle_overdue(op) && !op->dontwait &&
+		    rx__fd_blocking(op->fd))
+			atomic_fetch_or_explicit(&op->e->awaiting,
+						 RX_AWAIT_EXPIRED,
+						 memory_order_relaxed);
 	} else if (!rx__pending_errno(err)) {
 		fail_errno(op, err);
 	}

@@ -17,6 +17,12 @@
 #include "fdtable.h"
 #include "runtime.h"
 
+/* struct rx_fd's awaiting: 1, a read was attempted since the call's last
+ * write (ADR-193); with this bit too, a blocking read of it ran out of its
+ * SO_RCVTIMEO - a timeout if the program then gives the call up, judged by
+ * its answer if it reads on (ADR-572). A write clears both. */
+#define RX_AWAIT_EXPIRED 2u
+
 /*
  * rx__call_end_record - end record @e (caller has rx__inside set; @fd is a
  * number of its socket): settle an outstanding call as abandoned, release
@@ -129,8 +135,10 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
-	/* The program waits for the answer (ADR-193). */
-	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
+	/* The program waits for the answer (ADR-193); RX_AWAIT_EXPIRED, set
+	 * when its SO_RCVTIMEO runs out, stays with it (ADR-572). */
+	if (!atomic_load_explicit(&e->awaiting, memory_order_relaxed))
+		atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
 	op->fd = fd;
 	op->e = e;
 	op->len = len;
