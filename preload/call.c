@@ -225,12 +225,13 @@ static void fail_errno(struct rx_op *op, int err)
 	    phase == RX_PHASE_IO && (err == ECONNRESET || err == EPIPE));
 }
 
-/* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */
+/* SO_RCVTIMEO/SO_SNDTIMEO ran out on a blocking socket: a timeout if the
+ * program gives the call up now, nothing if it goes on (ADR-572). */
 static void maybe_timeout(struct rx_op *op)
 {
 	if (!op->dontwait && rx__fd_blocking(op->fd))
-		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_IO),
-			  "socket-timeout");
+		atomic_fetch_or_explicit(&op->e->awaiting, RX_AWAIT_EXPIRED,
+					 memory_order_relaxed);
 }
 
 /* A read or write that would block: settle @op's call if it is overdue.
@@ -733,13 +734,8 @@ void rx__read_end(struct rx_op *op, ssize_t n, const struct iovec *iov,
 		if (op->len > 0)
 			fail_call_stale(op, RX_TRANSIENT, "eof", true);
 	} else if (err == EAGAIN || err == EWOULDBLOCK) {
-		/* SO_RCVTIMEO ran out: a timeout if the program then gives
-		 * the call up, judged by its answer if it reads on (ADR-572). */
-		if (!settle_overdue(op) && !op->dontwait &&
-		    rx__fd_blocking(op->fd))
-			atomic_fetch_or_explicit(&op->e->awaiting,
-						 RX_AWAIT_EXPIRED,
-						 memory_order_relaxed);
+		if (!settle_overdue(op))
+			maybe_timeout(op);
 	} else if (!rx__pending_errno(err)) {
 		fail_errno(op, err);
 	}

@@ -18,9 +18,10 @@
 #include "runtime.h"
 
 /* struct rx_fd's awaiting: 1, a read was attempted since the call's last
- * write (ADR-193); with this bit too, a blocking read of it ran out of its
- * SO_RCVTIMEO - a timeout if the program then gives the call up, judged by
- * its answer if it reads on (ADR-572). A write clears both. */
+ * write (ADR-193); with this bit, the call's last read or write ran out of
+ * its SO_RCVTIMEO or SO_SNDTIMEO - a close now is the program giving up
+ * after its own timeout (ADR-572). The next read sets 1, the next write
+ * 0: the program went on. */
 #define RX_AWAIT_EXPIRED 2u
 
 /*
@@ -135,10 +136,9 @@ static inline enum rx_op_decision rx__read_begin(struct rx_op *op, int fd,
 	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
-	/* The program waits for the answer (ADR-193); RX_AWAIT_EXPIRED, set
-	 * when its SO_RCVTIMEO runs out, stays with it (ADR-572). */
-	if (!atomic_load_explicit(&e->awaiting, memory_order_relaxed))
-		atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
+	/* The program waits for the answer (ADR-193); a read that then runs
+	 * out of its SO_RCVTIMEO adds RX_AWAIT_EXPIRED (ADR-572). */
+	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
 	op->fd = fd;
 	op->e = e;
 	op->len = len;
