@@ -225,12 +225,13 @@ static void fail_errno(struct rx_op *op, int err)
 	    phase == RX_PHASE_IO && (err == ECONNRESET || err == EPIPE));
 }
 
-/* A timeout of SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket. */
+/* SO_RCVTIMEO/SO_SNDTIMEO ran out on a blocking socket: a timeout if the
+ * program gives the call up now, nothing if it goes on (ADR-572). */
 static void maybe_timeout(struct rx_op *op)
 {
 	if (!op->dontwait && rx__fd_blocking(op->fd))
-		fail_call(op, rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_IO),
-			  "socket-timeout");
+		atomic_fetch_or_explicit(&op->e->awaiting, RX_AWAIT_EXPIRED,
+					 memory_order_relaxed);
 }
 
 /* A read or write that would block: settle @op's call if it is overdue.
@@ -367,6 +368,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	struct verdicts vs;
 	struct ending end;
 	uint64_t now = 0;
+	uint8_t aw;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -377,7 +379,9 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
 		now = rx__now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
-	o.awaited = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	o.awaited = aw != 0;
+	o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
 	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);

@@ -17,6 +17,13 @@
 #include "fdtable.h"
 #include "runtime.h"
 
+/* struct rx_fd's awaiting: 1, a read was attempted since the call's last
+ * write (ADR-193); with this bit, the call's last read or write ran out of
+ * its SO_RCVTIMEO or SO_SNDTIMEO - a close now is the program giving up
+ * after its own timeout (ADR-572). The next read sets 1, the next write
+ * 0: the program went on. */
+#define RX_AWAIT_EXPIRED 2u
+
 /*
  * rx__call_end_record - end record @e (caller has rx__inside set; @fd is a
  * number of its socket): settle an outstanding call as abandoned, release
@@ -125,7 +132,8 @@ rx__read_begin_rec(struct rx_op *op, int fd, struct rx_fd *e,
 	if ((ph != RX_FD_CONNECTING && ph != RX_FD_WAITING) || rx__reentered())
 		return RX_OP_PASS;
 	rx__inside = 1;
-	/* The program waits for the answer (ADR-193). */
+	/* The program waits for the answer (ADR-193); a read that then runs
+	 * out of its SO_RCVTIMEO adds RX_AWAIT_EXPIRED (ADR-572). */
 	atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
 	op->fd = fd;
 	op->e = e;

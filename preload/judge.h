@@ -161,6 +161,9 @@ struct outcome {
 	 * connect was still pending; the request had begun (REPLY too:
 	 * ADR-364). */
 	bool awaited, pending, requested;
+	/* CLOSE: an SO_RCVTIMEO ran out while the answer was awaited, and
+	 * the program gave the call up without it (ADR-572). */
+	bool expired;
 };
 
 /* What judge decided. */
@@ -252,6 +255,13 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		/* A number that no longer holds the socket (ADR-190). */
 		if (late && !rx__fd_still_ours(fd, e))
 			late = false;
+		/* The program's own socket timeout ran out, then it hung
+		 * up: a timeout (ADR-147, ADR-572). */
+		if (o->expired && rx__fd_still_ours(fd, e)) {
+			v = RX_TIMEOUT;
+			out->at = "socket-timeout";
+			break;
+		}
 		v = late ? RX_TIMEOUT : RX_REJECTED;
 		out->at = "close";
 		break;

@@ -238,10 +238,24 @@ RX_EXPORT int dup(int fd)
 	return duplicate(fd, rx__real_dup(fd));
 }
 
-/* dup2/dup3 close fd2 first (when it differs): forget it like close. */
+/* Does dup2/dup3 from @fd close its target? Not when @fd is not open:
+ * the kernel refuses with EBADF and fd2 keeps its file (ADR-570). One
+ * fcntl, on a number the table does not know as open. */
+static bool dup_source_open(int fd)
+{
+	int saved = errno;
+	bool open = fd >= 0 && (rx__fd_tracked(fd) ||
+				rx__real_fcntl(fd, F_GETFD, 0L) >= 0);
+
+	errno = saved;
+	return open;
+}
+
+/* dup2/dup3 close fd2 first (when it differs and the call is valid):
+ * forget it like close. */
 RX_EXPORT int dup2(int fd, int fd2)
 {
-	if (fd == fd2)
+	if (fd == fd2 || !dup_source_open(fd))
 		return rx__real_dup2(fd, fd2);
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
@@ -256,8 +270,8 @@ RX_EXPORT int __dup2(int fd, int fd2)
 
 RX_EXPORT int dup3(int fd, int fd2, int flags)
 {
-	if (fd == fd2) /* EINVAL */
-		return rx__real_dup3(fd, fd2, flags);
+	if (fd == fd2 || (flags & ~O_CLOEXEC) || !dup_source_open(fd))
+		return rx__real_dup3(fd, fd2, flags); /* EINVAL, EBADF */
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
 	rx__log_fd_lost(fd2);

@@ -472,7 +472,8 @@ static double gradient2_update(struct rx_limiter *l, double rtt,
 /*
  * Do no harm (ADR-380): is the window's quantile @rtt evidence that the
  * upstream queues? Its queueing delay over the baseline must exceed both
- * the absolute floor and (rtt_tolerance - 1) x the baseline.
+ * the absolute floor and (rtt_tolerance - 1) x the baseline, and so must
+ * the window's median (ADR-571).
  */
 static bool queue_evidence(const struct rx_limiter *l, double rtt)
 {
@@ -488,7 +489,16 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
 		return false;
 	if (margin < l->queue_floor_us)
 		margin = l->queue_floor_us;
-	return rtt - base > margin;
+	if (!(rtt - base > margin))
+		return false;
+	/* A queue delays every call in it, the median one too: a queue of
+	 * more than @margin puts the window's median above @margin. A
+	 * quantile that rose while the median stayed below it is the
+	 * upstream's own slow share - cache misses, slow queries, a
+	 * bimodal upstream - read from a noisier window, not a queue: the
+	 * running minimum of such windows' quantiles sits far below their
+	 * usual value (ADR-571). */
+	return rx__whist_quantile(&l->window, 0.5, l->window_min_us) > margin;
 }
 
 /* Windows in a row with queueing evidence that end the learning period. */

@@ -34,6 +34,11 @@
  *   nbabort A      3 non-blocking connects to a port nobody listens on,
  *                  each learnt through poll and SO_ERROR, then connect()
  *                  called again, as some event loops do (ADR-216).
+ *   dupfail A      dup2 and dup3 onto a tracked socket that fail without
+ *                  closing it (a source number that is not open, flags
+ *                  dup3 does not know), and dup2 of a closed number onto
+ *                  stderr; a request on the socket after each: its call
+ *                  is still judged, and its line still reaches stderr.
  * Prints "step ..." lines on stderr with one write() before each step (the
  * test pairs them with the shim's log), results on stdout. Exit 0 when
  * every step did what it should without the shim's help, 1 otherwise.
@@ -246,6 +251,31 @@ int main(int argc, char **argv)
 			close(fd);
 		}
 		return 0;
+	}
+	if (strcmp(argv[1], "dupfail") == 0) {
+		int ok = 1;
+
+		fd = dial(a);
+		d = dup(fd); /* a number that is then not open */
+		close(d);
+		step("dup2-closed-source");
+		errno = 0;
+		ok &= dup2(d, fd) == -1 && errno == EBADF;
+		request(fd);
+		ok &= status(fd) == 500;
+		step("dup3-bad-flags");
+		errno = 0;
+		ok &= dup3(0, fd, 0x40000000) == -1 && errno == EINVAL;
+		request(fd);
+		ok &= status(fd) == 500;
+		step("dup2-closed-onto-stderr");
+		errno = 0;
+		ok &= dup2(d, 2) == -1 && errno == EBADF;
+		request(fd);
+		ok &= status(fd) == 500;
+		close(fd);
+		printf("dupfail ok=%d\n", ok);
+		return ok ? 0 : 1;
 	}
 	if (strcmp(argv[1], "closerange") == 0 ||
 	    strcmp(argv[1], "closefrom") == 0) {
