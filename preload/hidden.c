@@ -57,6 +57,7 @@ static void closing(int fd)
 {
 	if (fd >= 0 && rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 }
 
 RX_EXPORT int fclose(FILE *f)

@@ -64,6 +64,7 @@ static int fresh_fd(int fd)
 {
 	if (fd >= 0 && rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 	return fd;
 }
 
@@ -131,6 +132,7 @@ RX_EXPORT int close(int fd)
 {
 	if (rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 	rx__log_fd_lost(fd);
 	return rx__real_close(fd);
 }
@@ -155,9 +157,11 @@ static void forget_range(unsigned int first, unsigned int last)
 		return;
 	if (last >= cap)
 		last = cap - 1;
-	for (fd = first; fd <= last; fd++)
+	for (fd = first; fd <= last; fd++) {
 		if (rx__fd_tracked((int)fd))
 			rx__fd_forget((int)fd);
+		rx__fd_mark_clear((int)fd);
+	}
 }
 
 /*
@@ -207,9 +211,20 @@ RX_EXPORT int shutdown(int fd, int how)
 	return rx__real_shutdown(fd, how);
 }
 
+/* What socket() made is known without asking the kernel at connect
+ * (ADR-542). */
 RX_EXPORT int socket(int domain, int type, int protocol)
 {
-	return fresh_fd(rx__real_socket(domain, type, protocol));
+	int fd = fresh_fd(rx__real_socket(domain, type, protocol));
+
+	if (fd >= 0)
+		rx__fd_mark_set(fd, (domain == AF_INET || domain == AF_INET6) &&
+					    (type & ~(SOCK_NONBLOCK |
+						      SOCK_CLOEXEC)) ==
+						SOCK_STREAM
+					? RX_MARK_STREAM
+					: RX_MARK_OTHER);
+	return fd;
 }
 
 RX_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
@@ -223,9 +238,14 @@ RX_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 }
 
 /* @newfd (or -1) is a duplicate of @fd: it shares @fd's state, and
- * whatever stale state the number had is gone. */
+ * whatever stale state the number had is gone. A socket with two numbers
+ * may be connected through either: neither keeps a mark (ADR-542). */
 static int duplicate(int fd, int newfd)
 {
+	if (newfd >= 0) {
+		rx__fd_mark_clear(fd);
+		rx__fd_mark_clear(newfd);
+	}
 	if (newfd >= 0 && rx__fd_tracked(fd))
 		rx__fd_dup(fd, newfd);
 	else
@@ -245,6 +265,7 @@ RX_EXPORT int dup2(int fd, int fd2)
 		return rx__real_dup2(fd, fd2);
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	rx__fd_mark_clear(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup2(fd, fd2));
 }
@@ -260,6 +281,7 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
 		return rx__real_dup3(fd, fd2, flags);
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	rx__fd_mark_clear(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup3(fd, fd2, flags));
 }
