@@ -47,6 +47,7 @@
 #include "call.h"
 #include "call_framed.h"
 #include "errclass.h"
+#include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"
 #include "log.h"
@@ -408,10 +409,12 @@ void rx__connect_end(struct rx_op *op, int rc)
 
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected(op);
-	else if (err == EINPROGRESS && !op->again && rx__fd_blocking(op->fd))
+	else if (err == EINPROGRESS && !op->again &&
+		 !rx__fd_mark_nonblock(op->fd) && rx__fd_blocking(op->fd))
 		/* A blocking connect returns EINPROGRESS only when its
 		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
-		 * abandonment at close (ADR-365). */
+		 * abandonment at close (ADR-365). A socket known to be
+		 * non-blocking is not asked (ADR-543). */
 		fail_call(op,
 			  rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
 			  "connect-timeout");

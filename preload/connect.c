@@ -28,6 +28,7 @@
 #include "deadline.h"
 #include "dest.h"
 #include "errclass.h"
+#include "fdmark.h"
 #include "fdtable.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -95,9 +96,11 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	rx__inside = 1;
 	if (!rx__ready())
 		goto pass;
+	/* The fork word, not getpid: a forked child is told apart, a vfork
+	 * child may not connect before it execs (ADR-543). */
 	if ((unsigned)fd >=
 		atomic_load_explicit(&rx__fd_capacity, memory_order_acquire) ||
-	    !rx__owner())
+	    !rx__owner_fast())
 		goto pass;
 	e = rx__fd_get(fd);
 	if (rx__curl_active) {

@@ -49,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "fdmark.h"
 #include "fdtable.h"
 #include "log.h"
 #include "runtime.h"

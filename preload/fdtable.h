@@ -103,20 +103,6 @@ extern struct rx_fd_wide *rx__fd_wide_pool RX_HIDDEN;
  * record has no byte to spare. */
 extern _Atomic uint32_t *rx__fd_proven RX_HIDDEN;
 
-/*
- * Per fd: what the shim saw socket() return on the number (ADR-542), so
- * that a connect on it needs no getsockopt(SO_TYPE) to learn the type and
- * no getpeername to learn that it is not connected yet: 0, nothing known;
- * else the kind (RX_MARK_*) in the high half and rx__fd_doubt's value
- * when it was set in the low half - a close of the number the shim did
- * not see raises the doubt, and the mark is void. Every close the shim
- * sees clears it; a connect takes it. Beside the records, additive.
- */
-extern _Atomic uint64_t *rx__fd_marks RX_HIDDEN;
-
-#define RX_MARK_STREAM 1u /* AF_INET/AF_INET6 SOCK_STREAM, never connected */
-#define RX_MARK_OTHER 2u  /* any other socket: never a call */
-
 /* Per fd: its record's index, or 0. */
 extern _Atomic uint32_t *rx__fd_map RX_HIDDEN;
 /* Records 1..capacity (0 unused). */
@@ -284,49 +270,6 @@ extern _Atomic uint32_t rx__fd_doubt RX_HIDDEN;
 static inline void rx__fd_doubt_raise(void)
 {
 	atomic_fetch_add_explicit(&rx__fd_doubt, 1, memory_order_relaxed);
-}
-
-/* rx__fd_mark_set - socket() just returned @fd, a socket of @kind
- * (RX_MARK_*). O(1); async-signal-safe. */
-static inline void rx__fd_mark_set(int fd, unsigned kind)
-{
-	if ((unsigned)fd < rx__fd_capacity_now())
-		atomic_store_explicit(
-		    &rx__fd_marks[fd],
-		    (uint64_t)kind << 32 |
-			atomic_load_explicit(&rx__fd_doubt,
-					     memory_order_relaxed),
-		    memory_order_relaxed);
-}
-
-/* rx__fd_mark_clear - @fd is about to be closed, replaced or shared: what
- * socket() said of it no longer holds. A load, and a store only when a
- * mark is there. O(1); async-signal-safe. */
-static inline void rx__fd_mark_clear(int fd)
-{
-	if ((unsigned)fd < rx__fd_capacity_now() &&
-	    atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed))
-		atomic_store_explicit(&rx__fd_marks[fd], 0,
-				      memory_order_relaxed);
-}
-
-/* rx__fd_mark_take - a connect on @fd: its mark's kind (0 when none, or
- * void), cleared - after a connect, a stream socket may be connected.
- * O(1); async-signal-safe. */
-static inline unsigned rx__fd_mark_take(int fd)
-{
-	uint64_t m;
-
-	if ((unsigned)fd >= rx__fd_capacity_now())
-		return 0;
-	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
-	if (m == 0)
-		return 0;
-	atomic_store_explicit(&rx__fd_marks[fd], 0, memory_order_relaxed);
-	return (uint32_t)m == atomic_load_explicit(&rx__fd_doubt,
-						   memory_order_relaxed)
-		   ? (unsigned)(m >> 32)
-		   : 0;
 }
 
 /*

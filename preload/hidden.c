@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "fdmark.h"
 #include "fdtable.h"
 
 typedef int (*fclose_fn)(FILE *);

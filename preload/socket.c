@@ -47,6 +47,7 @@
 #include "admit.h"
 #include "base.h"
 #include "call.h"
+#include "fdmark.h"
 #include "fdtable.h"
 #include "init.h"
 #include "log.h"
@@ -218,12 +219,14 @@ RX_EXPORT int socket(int domain, int type, int protocol)
 	int fd = fresh_fd(rx__real_socket(domain, type, protocol));
 
 	if (fd >= 0)
-		rx__fd_mark_set(fd, (domain == AF_INET || domain == AF_INET6) &&
-					    (type & ~(SOCK_NONBLOCK |
-						      SOCK_CLOEXEC)) ==
-						SOCK_STREAM
-					? RX_MARK_STREAM
-					: RX_MARK_OTHER);
+		rx__fd_mark_set(fd, ((domain == AF_INET || domain == AF_INET6) &&
+					     (type & ~(SOCK_NONBLOCK |
+						       SOCK_CLOEXEC)) ==
+						 SOCK_STREAM
+					 ? RX_MARK_STREAM
+					 : RX_MARK_OTHER) |
+					(type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK
+							      : 0));
 	return fd;
 }
 
@@ -325,11 +328,14 @@ static long fcntl_arg(int cmd, va_list ap)
 	}
 }
 
-/* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does. */
-static int fcntl_result(int fd, int cmd, int rc)
+/* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does; F_SETFL
+ * may change O_NONBLOCK, which the number's mark follows (ADR-543). */
+static int fcntl_result(int fd, int cmd, long arg, int rc)
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return duplicate(fd, rc);
+	if (cmd == F_SETFL && rc == 0)
+		rx__fd_mark_flags(fd, (arg & O_NONBLOCK) != 0);
 	return rc;
 }
 
@@ -341,7 +347,7 @@ RX_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(fd, cmd, rx__real_fcntl(fd, cmd, arg));
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl(fd, cmd, arg));
 }
 
 /* glibc's reserved name for the same function: the same wrapper. */
@@ -355,5 +361,5 @@ RX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(fd, cmd, rx__real_fcntl64(fd, cmd, arg));
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl64(fd, cmd, arg));
 }
