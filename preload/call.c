@@ -292,11 +292,14 @@ static void connected(struct rx_op *op)
 }
 
 /*
- * getsockopt(SO_ERROR) read 0 on a pending connect: if the socket has a
- * peer, the connect completed by now - note when, for first_write
- * (ADR-192). SO_ERROR is 0 while the connect is still in progress too,
- * hence getpeername; the phase stays CONNECTING, so that a connect()
- * polled again still finds its own call.
+ * getsockopt(SO_ERROR) read 0 on a pending connect: the connect completed
+ * by now - note when, for first_write (ADR-192). A program reads SO_ERROR
+ * when poll says the socket is writable (connect(2)), so the read is
+ * taken at its word (ADR-544); only a connect that holds its address's
+ * permit (ADR-220), whose success the read settles, is asked getpeername
+ * first, since SO_ERROR is 0 while the connect is in progress too. The
+ * phase stays CONNECTING, so that a connect() polled again still finds
+ * its own call.
  */
 static void seen_connected(struct rx_op *op)
 {
@@ -308,7 +311,8 @@ static void seen_connected(struct rx_op *op)
 
 	if (!rx__owner_fast() ||
 	    atomic_load_explicit(&op->e->wrote, memory_order_relaxed) ||
-	    getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0)
+	    (__atomic_load_n(&op->e->addr_guard, __ATOMIC_RELAXED) &&
+	     getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0))
 		return;
 	now = rx__now_ns();
 	l = rx__fd_lock(op->e);
