@@ -51,14 +51,22 @@ static void give_back(const struct addr_hold *h, uint64_t now, const char *at)
 	rx__key_release(h->guard);
 }
 
-/* A connect refused. A @fresh socket was taken for unconnected unasked;
- * one connected meanwhile (sendto MSG_FASTOPEN, another process) is the
- * kernel's to answer with EISCONN, as ADR-216 wants (ADR-542). */
+/* A connect refused. A @fresh socket was taken, unasked, for an
+ * unconnected socket: one connected meanwhile (by another process, a raw
+ * system call) is the kernel's to answer with EISCONN, as ADR-216 wants,
+ * and a number that holds no socket any more its to answer with ENOTSOCK
+ * or EBADF (ADR-542). */
 static enum rx_op_decision refused(int fd, bool fresh, int saved)
 {
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
 	rx__inside = 0;
-	if (!fresh || !rx__fd_connected(fd))
+	if (!fresh || (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 &&
+		       errno != ENOTSOCK && errno != EBADF)) {
+		errno = saved;
 		return RX_OP_REFUSE;
+	}
 	(void)rx__refusal_errno();
 	errno = saved;
 	return RX_OP_PASS;
@@ -168,16 +176,16 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	 * a failed connect: start afresh. */
 	if (e)
 		rx__call_end_record(fd, e);
-	if (!(fresh ? rx__fd_socket_id(fd, &dev, &ino)
-		    : rx__fd_stream_id(fd, &dev, &ino))) {
-		rx__fd_drop(fd, e);
-		goto pass;
-	}
 	/* A fresh number gets its record once admitted: a refused connect
 	 * then leaves none to forget at close (ADR-541). A deadline names
 	 * the record at admission (ADR-382), so with deadlines on it comes
-	 * first. */
+	 * first. A marked socket's identity (fstat) waits as long. */
 	late = !e && !rx__deadlines_on;
+	if (!(fresh && late) && !(fresh ? rx__fd_socket_id(fd, &dev, &ino)
+				       : rx__fd_stream_id(fd, &dev, &ino))) {
+		rx__fd_drop(fd, e);
+		goto pass;
+	}
 	if (!late && !(e = rx__fd_for_connect(fd, e, dev, ino)))
 		goto pass;
 	now = rx__now_ns();
@@ -201,9 +209,10 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		rx__key_release(g);
 		return refused(fd, fresh, saved);
 	}
-	if (late && !(e = rx__fd_for_connect(fd, NULL, dev, ino))) {
-		/* No record to be had (another thread's meanwhile): the
-		 * call was never the shim's. */
+	if (late && ((fresh && !rx__fd_socket_id(fd, &dev, &ino)) ||
+		     !(e = rx__fd_for_connect(fd, NULL, dev, ino)))) {
+		/* Not a socket after all, or no record to be had (another
+		 * thread's meanwhile): the call was never the shim's. */
 		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "pass");
 		rx__key_release(g);
 		give_back(&ah, now, "pass");
