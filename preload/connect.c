@@ -11,9 +11,10 @@
  * ADR-220); the thread's last destination's key, hash and filter verdict
  * are remembered (dest.h, ADR-540). What socket() said of the number
  * spares the questions a connect would otherwise ask the kernel - its
- * type, whether it is connected already (ADR-542). A refused connect
- * leaves no record behind (ADR-541). Runs with rx__inside set; no lock
- * is held across libc.
+ * type, whether it is connected already, whether it blocks (ADR-542,
+ * ADR-543); the owner check is the fork word, not getpid (ADR-543). A
+ * refused connect leaves no record behind (ADR-541). Runs with rx__inside
+ * set; no lock is held across libc.
  */
 #include "config.h"
 
@@ -46,8 +47,8 @@ static void give_back(const struct addr_hold *h, uint64_t now, const char *at)
 {
 	if (!h->guard)
 		return;
-	rx__key_settle(h->guard, &h->permit, RX_REJECTED, h->start_ns, now,
-		       now, at);
+	rx__key_settle(h->guard, &h->permit, RX_REJECTED, h->start_ns, now, now,
+		       at);
 	rx__key_release(h->guard);
 }
 
@@ -182,7 +183,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	 * first. A marked socket's identity (fstat) waits as long. */
 	late = !e && !rx__deadlines_on;
 	if (!(fresh && late) && !(fresh ? rx__fd_socket_id(fd, &dev, &ino)
-				       : rx__fd_stream_id(fd, &dev, &ino))) {
+					: rx__fd_stream_id(fd, &dev, &ino))) {
 		rx__fd_drop(fd, e);
 		goto pass;
 	}
@@ -200,9 +201,8 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		return refused(fd, fresh, saved);
 	}
 	g = rx__key_acquire_hashed(key, klen, hash, now);
-	if (!g ||
-	    !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
-			    &dl_seq)) {
+	if (!g || !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
+				  &dl_seq)) {
 		give_back(&ah, now, "refused");
 		if (!g)
 			goto pass;

@@ -27,8 +27,8 @@ bool rx__dest_fill(const struct sockaddr *sa, socklen_t len, int family,
 	}
 	m->len = (uint8_t)n;
 	m->hash = rx_registry_hash(m->key, n);
-	m->guarded = rx_filter_guarded(&rx__cfg.include, &rx__cfg.exclude, sa,
-				       len);
+	m->guarded =
+	    rx_filter_guarded(&rx__cfg.include, &rx__cfg.exclude, sa, len);
 	memcpy(m->addr, addr, family == AF_INET ? 4 : 16);
 	m->port = port;
 	m->family = (uint8_t)family;

@@ -64,7 +64,7 @@ static inline uint64_t rx__fd_mark_of(int fd)
 		return 0;
 	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
 	return m && (uint32_t)m == atomic_load_explicit(&rx__fd_doubt,
-							 memory_order_relaxed)
+							memory_order_relaxed)
 		   ? m
 		   : 0;
 }
@@ -80,10 +80,10 @@ static inline unsigned rx__fd_mark_take(int fd)
 		rx__fd_mark_clear(fd);
 		return 0;
 	}
-	atomic_store_explicit(&rx__fd_marks[fd],
-			      m & ((uint64_t)RX_MARK_NONBLOCK << 32 |
-				   UINT32_MAX),
-			      memory_order_relaxed);
+	atomic_store_explicit(
+	    &rx__fd_marks[fd],
+	    m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX),
+	    memory_order_relaxed);
 	return (unsigned)(m >> 32) & 0xffu;
 }
 

@@ -272,9 +272,9 @@ bool rx__fd_stream_id(int fd, uint64_t *dev, uint64_t *ino)
 {
 	int type = 0, saved = errno;
 	socklen_t len = sizeof(type);
-	bool stream = rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type,
-					  &len) == 0 &&
-		      type == SOCK_STREAM;
+	bool stream =
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_STREAM;
 
 	errno = saved;
 	return stream && rx__fd_socket_id(fd, dev, ino);

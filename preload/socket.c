@@ -4,14 +4,19 @@
  * dup, dup2, dup3).
  *
  * Each wrapper is the first of the three layers (socket_wrapper's
- * pattern): the exported libc name, the lifecycle logic in call.c (connect) and fdtable.c (close, dup,
- * shutdown), and the
- * lazily bound real function of symbols.c. A wrapper only decides which
- * real function runs and returns what it returned, with errno untouched;
- * the one exception is a refused connect, which returns -1 with errno
+ * pattern): the exported libc name, the lifecycle logic in connect.c and
+ * call.c (connect) and fdtable.c (close, dup, shutdown), and the lazily
+ * bound real function of symbols.c. A wrapper only decides which real
+ * function runs and returns what it returned, with errno untouched; the
+ * one exception is a refused connect, which returns -1 with errno
  * ECONNREFUSED - an errno connect(2) documents - without calling the real
  * connect, for blocking and non-blocking sockets alike (docs/design.md: a
  * refusal never sends a packet).
+ *
+ * socket() marks the number it returns with what it made (fdmark.h,
+ * ADR-542): the connect that follows asks the kernel nothing the mark
+ * says. Every close seen here clears the mark, fcntl(F_SETFL) keeps its
+ * O_NONBLOCK up to date (ADR-543), and a duplicate drops it.
  *
  * Calls that return a fd number (socket, accept, dup, fcntl F_DUPFD...)
  * drop any state the table still holds for that number: the kernel only
@@ -218,15 +223,13 @@ RX_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd = fresh_fd(rx__real_socket(domain, type, protocol));
 
+	bool stream = (domain == AF_INET || domain == AF_INET6) &&
+		      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM;
+
 	if (fd >= 0)
-		rx__fd_mark_set(fd, ((domain == AF_INET || domain == AF_INET6) &&
-					     (type & ~(SOCK_NONBLOCK |
-						       SOCK_CLOEXEC)) ==
-						 SOCK_STREAM
-					 ? RX_MARK_STREAM
-					 : RX_MARK_OTHER) |
-					(type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK
-							      : 0));
+		rx__fd_mark_set(
+		    fd, (stream ? RX_MARK_STREAM : RX_MARK_OTHER) |
+			    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0));
 	return fd;
 }
 

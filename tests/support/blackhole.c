@@ -64,9 +64,9 @@ int main(int argc, char **argv)
 	usleep(50000); /* the first filler's handshake fills the queue */
 	for (i = 0; i < connects; i++) {
 		struct timeval tv = {timeo_ms / 1000, (timeo_ms % 1000) * 1000};
-		int s = socket(AF_INET,
-			       SOCK_STREAM | (made_blocking ? SOCK_NONBLOCK : 0),
-			       0),
+		int s = socket(
+			AF_INET,
+			SOCK_STREAM | (made_blocking ? SOCK_NONBLOCK : 0), 0),
 		    rc, err;
 		long t0 = now_ms();
 
