@@ -282,12 +282,13 @@ static void log_refused(struct rx_guard *g, const struct rx_refusal *why,
 			const char *where, uint64_t waited_ns)
 {
 	last_refusal = *why;
-	rx__log(RX_LOG_DEBUG,
-		"key=%s event=refused reason=%s retry_after_ms=%llu at=%s "
-		"waited_ms=%llu",
-		key_of(g), rx_reason_name(why->reason),
-		(unsigned long long)why->retry_after_ms, where,
-		(unsigned long long)(waited_ns / RX_NS_PER_MS));
+	if (rx__log_enabled(RX_LOG_DEBUG)) /* no varargs call when off */
+		rx__log(RX_LOG_DEBUG,
+			"key=%s event=refused reason=%s retry_after_ms=%llu "
+			"at=%s waited_ms=%llu",
+			key_of(g), rx_reason_name(why->reason),
+			(unsigned long long)why->retry_after_ms, where,
+			(unsigned long long)(waited_ns / RX_NS_PER_MS));
 }
 
 /*
@@ -819,12 +820,13 @@ void rx__key_settle_call(struct rx_guard *g,
 	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq);
 }
 
-struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now)
+struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
+				       uint32_t hash, uint64_t now)
 {
 	struct rx_guard *g;
 
 	rx__lock(registry_lock);
-	g = rx_registry_acquire(registry, key, len, now);
+	g = rx_registry_acquire_hashed(registry, key, len, hash, now);
 	if (g && rx__shared_on)
 		rx__shm_holds[rx_registry_index(registry, g)].pins++;
 	rx__unlock(registry_lock);

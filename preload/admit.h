@@ -53,9 +53,18 @@ static inline void rx__permit_copy(struct rx_gate_permit *dst,
 /* ---- keys ------------------------------------------------------------ */
 
 /* Pin the guard of @key (@len bytes; NULL: registry full, pass through,
- * with one warning per process) / unpin it. */
-struct rx_guard *rx__key_acquire(const char *key, size_t len, uint64_t now_ns);
+ * with one warning per process) / unpin it. The _hashed form takes the
+ * key's rx_registry_hash, known already (dest.h's memo). */
+struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
+					uint32_t hash, uint64_t now_ns);
 void rx__key_release(struct rx_guard *g);
+
+static inline struct rx_guard *rx__key_acquire(const char *key, size_t len,
+					       uint64_t now_ns)
+{
+	return rx__key_acquire_hashed(key, len, rx_registry_hash(key, len),
+				      now_ns);
+}
 
 /* rx__key_name - the key of pinned guard @g (NUL-terminated, valid while
  * pinned). */

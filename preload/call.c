@@ -6,7 +6,8 @@
  * an AF_INET/AF_INET6 stream socket, or at the first write of a new
  * request on a kept-alive connection (the first write after a response
  * started, where the connection's protocol module says a request begins:
- * protocols.h); admission happens there (admit.c), and a refusal fails the
+ * protocols.h); admission happens there (admit.c; at connect, connect.c
+ * decides which connects are calls and admits them), and a refusal fails the
  * operation with -1/ECONNREFUSED before the real function runs, so nothing
  * leaves the host and nothing is half-sent. A call ends at its first
  * response byte (latency = time to first byte; the protocol module reads
@@ -45,15 +46,13 @@
 #include "deadline.h"
 #include "call.h"
 #include "call_framed.h"
-#include "dns.h"
 #include "errclass.h"
+#include "fdmark.h"
 #include "fdtable.h"
-#include "filter.h"
 #include "judge.h"
 #include "log.h"
 #include "protocols.h"
 #include "runtime.h"
-#include "sockkey.h"
 #include "symbols.h"
 
 /* ------------------------------------------------------------------------
@@ -294,11 +293,14 @@ static void connected(struct rx_op *op)
 }
 
 /*
- * getsockopt(SO_ERROR) read 0 on a pending connect: if the socket has a
- * peer, the connect completed by now - note when, for first_write
- * (ADR-192). SO_ERROR is 0 while the connect is still in progress too,
- * hence getpeername; the phase stays CONNECTING, so that a connect()
- * polled again still finds its own call.
+ * getsockopt(SO_ERROR) read 0 on a pending connect: the connect completed
+ * by now - note when, for first_write (ADR-192). A program reads SO_ERROR
+ * when poll says the socket is writable (connect(2)), so the read is
+ * taken at its word (ADR-544); only a connect that holds its address's
+ * permit (ADR-220), whose success the read settles, is asked getpeername
+ * first, since SO_ERROR is 0 while the connect is in progress too. The
+ * phase stays CONNECTING, so that a connect() polled again still finds
+ * its own call.
  */
 static void seen_connected(struct rx_op *op)
 {
@@ -310,7 +312,8 @@ static void seen_connected(struct rx_op *op)
 
 	if (!rx__owner_fast() ||
 	    atomic_load_explicit(&op->e->wrote, memory_order_relaxed) ||
-	    getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0)
+	    (__atomic_load_n(&op->e->addr_guard, __ATOMIC_RELAXED) &&
+	     getpeername(op->fd, (struct sockaddr *)&ss, &sl) != 0))
 		return;
 	now = rx__now_ns();
 	l = rx__fd_lock(op->e);
@@ -408,173 +411,18 @@ void rx__call_end_record(int fd, struct rx_fd *e)
  * connect and getsockopt(SO_ERROR).
  * ---------------------------------------------------------------------- */
 
-enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
-				      const struct sockaddr *sa, socklen_t len)
-{
-	struct rx_gate_permit permit;
-	struct addr_hold ah;
-	char key[RX_KEY_MAX + 1], ipkey[RX_KEY_MAX + 1];
-	struct sockaddr_in v4;
-	struct rx_guard *g;
-	size_t iplen;
-	bool named;
-	struct rx_fd *e;
-	struct rx_lock *l;
-	uint64_t dev, ino;
-	uint16_t dl_seq;
-	size_t klen;
-	int saved = errno;
-	int type = 0;
-	socklen_t tlen = sizeof(type);
-	uint64_t now;
-
-	memset(op, 0, sizeof(*op));
-	op->fd = fd;
-	if (rx__reentered())
-		return RX_OP_PASS;
-	rx__inside = 1;
-	if (!rx__ready())
-		goto pass;
-	if ((unsigned)fd >=
-		atomic_load_explicit(&rx__fd_capacity, memory_order_acquire) ||
-	    !rx__owner())
-		goto pass;
-	e = rx__fd_get(fd);
-	if (rx__curl_active) {
-		/* Inside curl_easy_perform: the curl layer attributes this
-		 * call (ADR-152); whatever we knew of the fd is over. */
-		rx__fd_drop(fd, e);
-		goto pass;
-	}
-	/* ::ffff:a.b.c.d is a.b.c.d: one key, one set of filters (ADR-194).
-	 * Only the key's view changes; the real connect gets @sa as given. */
-	if (sa && (uintptr_t)sa < 4096)
-		sa = NULL; /* a bad pointer: the kernel's EFAULT (ADR-195) */
-	if (sa)
-		sa = rx__sockkey_unmapped(sa, &len, &v4);
-	iplen = sa ? rx__sockkey_format(sa, len, ipkey, sizeof(ipkey)) : 0;
-	memcpy(key, ipkey, iplen + 1);
-	klen = iplen;
-	if (klen > 0 && rx__cfg.key_host) /* ADR-144 */
-		klen = rx__dns_key(sa, len, key, sizeof(key), klen);
-	/* Keyed by a name: the connect's own outcome is the address's
-	 * (ADR-220). */
-	named = klen != iplen || memcmp(key, ipkey, klen) != 0;
-	if (klen == 0) {
-		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
-		 * dissolves a TCP association): whatever we knew is over. */
-		rx__fd_drop(fd, e);
-		goto pass;
-	}
-	if (!rx_filter_guarded(&rx__cfg.include, &rx__cfg.exclude, sa, len)) {
-		/* Not a destination the user asked us to guard (ADR-143). */
-		rx__fd_drop(fd, e);
-		goto pass;
-	}
-	if (e && rx__fd_phase(e) == RX_FD_CONNECTING) {
-		/* connect() again while a non-blocking connect is pending:
-		 * the same call, polled. Another destination means the state
-		 * is stale (the fd was closed behind our back). */
-		bool again;
-
-		l = rx__fd_lock(e);
-		rx__lock(l);
-		again = rx__fd_phase(e) == RX_FD_CONNECTING &&
-			strcmp(rx__key_name(e->guard), key) == 0;
-		op->epoch =
-		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
-		rx__unlock(l);
-		if (again) {
-			op->e = e;
-			op->again = true;
-			op->phase = RX_FD_CONNECTING;
-			errno = saved;
-			return RX_OP_TRACK;
-		}
-	}
-	/* connect() on a socket that is connected already - the "make sure
-	 * it is connected" habit: the kernel answers EISCONN and nothing
-	 * leaves the host. Not a call, never refused, and the connection's
-	 * own call goes on (ADR-216). */
-	if (rx__fd_connected(fd))
-		goto pass;
-	/* Anything else we hold for this fd is stale, or a reconnect after
-	 * a failed connect: start afresh. */
-	if (e)
-		rx__call_end_record(fd, e);
-	if (rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
-	    type != SOCK_STREAM || !rx__fd_socket_id(fd, &dev, &ino)) {
-		rx__fd_drop(fd, e);
-		goto pass;
-	}
-	e = rx__fd_for_connect(fd, e, dev, ino);
-	if (!e)
-		goto pass;
-
-	now = rx__now_ns();
-	/* The address first: a dead address of a live name is refused at
-	 * once, and the program's fallback moves on (ADR-220). */
-	ah.guard = named ? rx__key_acquire(ipkey, iplen, now) : NULL;
-	ah.start_ns = now;
-	if (ah.guard &&
-	    !rx__admit(ah.guard, &now, &ah.permit, "connect", fd, false)) {
-		rx__key_release(ah.guard);
-		rx__inside = 0;
-		return RX_OP_REFUSE;
-	}
-	g = rx__key_acquire(key, klen, now);
-	if (!g ||
-	    !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
-			    &dl_seq)) {
-		addr_settle(&ah, RX_REJECTED, now, now, "refused");
-		if (!g)
-			goto pass;
-		rx__key_release(g);
-		rx__inside = 0;
-		return RX_OP_REFUSE;
-	}
-	l = rx__fd_lock(e);
-	rx__lock(l);
-	/* Atomic: start_call reads it without the lock (ADR-186). */
-	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
-	rx__permit_copy(&e->permit, &permit);
-	e->dl_seq = dl_seq;
-	e->addr_guard = ah.guard;
-	if (ah.guard) {
-		e->addr_count = rx__addr_pack(&ah.permit, e->addr_tickets);
-	}
-	e->start_ns = now;
-	e->first_byte_ns = 0;
-	e->peeked = 0;
-	e->connected_ns = 0;
-	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
-	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	rx__proto_open(&e->proto);
-	op->epoch =
-	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
-	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
-			      memory_order_release);
-	rx__unlock(l);
-	op->e = e;
-	op->phase = RX_FD_CONNECTING;
-	errno = saved;
-	return RX_OP_TRACK;
-pass:
-	rx__inside = 0;
-	errno = saved;
-	return RX_OP_PASS;
-}
-
 void rx__connect_end(struct rx_op *op, int rc)
 {
 	int err = errno;
 
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected(op);
-	else if (err == EINPROGRESS && !op->again && rx__fd_blocking(op->fd))
+	else if (err == EINPROGRESS && !op->again &&
+		 !rx__fd_mark_nonblock(op->fd) && rx__fd_blocking(op->fd))
 		/* A blocking connect returns EINPROGRESS only when its
 		 * SO_SNDTIMEO ran out (connect(2)): a timeout, now - not an
-		 * abandonment at close (ADR-365). */
+		 * abandonment at close (ADR-365). A socket known to be
+		 * non-blocking is not asked (ADR-543). */
 		fail_call(op,
 			  rx_verdict_from_errno(ETIMEDOUT, RX_PHASE_CONNECT),
 			  "connect-timeout");

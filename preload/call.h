@@ -94,8 +94,8 @@ static inline bool rx__tls_cipher(int fd, struct rx_fd *e)
  * wrapper runs rx__init_if_needed first, init.h -, a
  * re-entered call, a forked child without atfork) passes through with
  * stale fd state dropped. On RX_OP_TRACK the caller runs the real connect
- * and then rx__connect_end. Thread-safe; takes and drops locks, never
- * across the real connect.
+ * and then rx__connect_end. Takes the number's mark (fdtable.h, ADR-542).
+ * Thread-safe; takes and drops locks, never across the real connect.
  */
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 				      const struct sockaddr *sa, socklen_t len);

@@ -49,9 +49,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "fdmark.h"
 #include "fdtable.h"
 #include "log.h"
 #include "runtime.h"
+#include "symbols.h"
 
 _Atomic uint32_t *rx__fd_map;
 struct rx_fd *rx__fd_pool;
@@ -59,6 +61,7 @@ struct rx_fd_wide *rx__fd_wide_pool;
 _Atomic uint32_t rx__fd_capacity;
 _Atomic uint32_t rx__fd_doubt;
 _Atomic uint32_t *rx__fd_proven;
+_Atomic uint64_t *rx__fd_marks;
 
 struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES];
 
@@ -69,7 +72,7 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 {
 	struct rlimit rl;
 	uint64_t want = 1024;
-	size_t map_bytes, pool_bytes, wide_bytes, proven_bytes;
+	size_t map_bytes, pool_bytes, wide_bytes, proven_bytes, marks_bytes;
 	void *p;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -92,7 +95,12 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	wide_bytes = ((size_t)want + 1) * sizeof(struct rx_fd_wide);
 	/* Then each record's proof (ADR-500). */
 	proven_bytes = ((size_t)want + 1) * sizeof(uint32_t);
-	p = mmap(NULL, map_bytes + pool_bytes + wide_bytes + proven_bytes,
+	/* Then each number's mark (ADR-542), 8-aligned. */
+	proven_bytes = (proven_bytes + 7) & ~(size_t)7;
+	marks_bytes = (size_t)want * sizeof(uint64_t);
+	p = mmap(NULL,
+		 map_bytes + pool_bytes + wide_bytes + proven_bytes +
+		     marks_bytes,
 		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
@@ -103,6 +111,8 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	    (struct rx_fd_wide *)((char *)p + map_bytes + pool_bytes);
 	rx__fd_proven = (_Atomic uint32_t *)((char *)p + map_bytes +
 					     pool_bytes + wide_bytes);
+	rx__fd_marks = (_Atomic uint64_t *)((char *)p + map_bytes + pool_bytes +
+					    wide_bytes + proven_bytes);
 	atomic_store_explicit(&rx__fd_capacity, (uint32_t)want,
 			      memory_order_release);
 	return 0;
@@ -256,6 +266,18 @@ bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino)
 	*dev = sock ? (uint64_t)st.st_dev : 0;
 	*ino = sock ? (uint64_t)st.st_ino : 0;
 	return sock;
+}
+
+bool rx__fd_stream_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	int type = 0, saved = errno;
+	socklen_t len = sizeof(type);
+	bool stream =
+	    rx__real_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_STREAM;
+
+	errno = saved;
+	return stream && rx__fd_socket_id(fd, dev, ino);
 }
 
 bool rx__fd_still_ours(int fd, struct rx_fd *e)

@@ -246,6 +246,12 @@ void rx__fdtable_reset_locks(void);
  * a socket (or fstat failed). Preserves errno. One fstat. */
 bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino);
 
+/* rx__fd_stream_id - rx__fd_socket_id for a stream socket only: false
+ * for any other type too (getsockopt SO_TYPE first). Preserves errno. Two
+ * system calls; a number whose socket() the shim saw needs neither
+ * (ADR-542). */
+bool rx__fd_stream_id(int fd, uint64_t *dev, uint64_t *ino);
+
 /* rx__fd_still_ours - does @fd still hold the socket @e connected
  * (ADR-190)? Preserves errno. One fstat. */
 bool rx__fd_still_ours(int fd, struct rx_fd *e);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "fdmark.h"
 #include "fdtable.h"
 
 typedef int (*fclose_fn)(FILE *);
@@ -57,6 +58,7 @@ static void closing(int fd)
 {
 	if (fd >= 0 && rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 }
 
 RX_EXPORT int fclose(FILE *f)

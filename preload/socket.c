@@ -4,14 +4,19 @@
  * dup, dup2, dup3).
  *
  * Each wrapper is the first of the three layers (socket_wrapper's
- * pattern): the exported libc name, the lifecycle logic in call.c (connect) and fdtable.c (close, dup,
- * shutdown), and the
- * lazily bound real function of symbols.c. A wrapper only decides which
- * real function runs and returns what it returned, with errno untouched;
- * the one exception is a refused connect, which returns -1 with errno
+ * pattern): the exported libc name, the lifecycle logic in connect.c and
+ * call.c (connect) and fdtable.c (close, dup, shutdown), and the lazily
+ * bound real function of symbols.c. A wrapper only decides which real
+ * function runs and returns what it returned, with errno untouched; the
+ * one exception is a refused connect, which returns -1 with errno
  * ECONNREFUSED - an errno connect(2) documents - without calling the real
  * connect, for blocking and non-blocking sockets alike (docs/design.md: a
  * refusal never sends a packet).
+ *
+ * socket() marks the number it returns with what it made (fdmark.h,
+ * ADR-542): the connect that follows asks the kernel nothing the mark
+ * says. Every close seen here clears the mark, fcntl(F_SETFL) keeps its
+ * O_NONBLOCK up to date (ADR-543), and a duplicate drops it.
  *
  * Calls that return a fd number (socket, accept, dup, fcntl F_DUPFD...)
  * drop any state the table still holds for that number: the kernel only
@@ -47,6 +52,7 @@
 #include "admit.h"
 #include "base.h"
 #include "call.h"
+#include "fdmark.h"
 #include "fdtable.h"
 #include "init.h"
 #include "log.h"
@@ -64,6 +70,7 @@ static int fresh_fd(int fd)
 {
 	if (fd >= 0 && rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 	return fd;
 }
 
@@ -131,6 +138,7 @@ RX_EXPORT int close(int fd)
 {
 	if (rx__fd_tracked(fd))
 		rx__fd_forget(fd);
+	rx__fd_mark_clear(fd);
 	rx__log_fd_lost(fd);
 	return rx__real_close(fd);
 }
@@ -155,9 +163,11 @@ static void forget_range(unsigned int first, unsigned int last)
 		return;
 	if (last >= cap)
 		last = cap - 1;
-	for (fd = first; fd <= last; fd++)
+	for (fd = first; fd <= last; fd++) {
 		if (rx__fd_tracked((int)fd))
 			rx__fd_forget((int)fd);
+		rx__fd_mark_clear((int)fd);
+	}
 }
 
 /*
@@ -207,9 +217,20 @@ RX_EXPORT int shutdown(int fd, int how)
 	return rx__real_shutdown(fd, how);
 }
 
+/* What socket() made is known without asking the kernel at connect
+ * (ADR-542). */
 RX_EXPORT int socket(int domain, int type, int protocol)
 {
-	return fresh_fd(rx__real_socket(domain, type, protocol));
+	int fd = fresh_fd(rx__real_socket(domain, type, protocol));
+
+	bool stream = (domain == AF_INET || domain == AF_INET6) &&
+		      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM;
+
+	if (fd >= 0)
+		rx__fd_mark_set(
+		    fd, (stream ? RX_MARK_STREAM : RX_MARK_OTHER) |
+			    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0));
+	return fd;
 }
 
 RX_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
@@ -223,9 +244,14 @@ RX_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 }
 
 /* @newfd (or -1) is a duplicate of @fd: it shares @fd's state, and
- * whatever stale state the number had is gone. */
+ * whatever stale state the number had is gone. A socket with two numbers
+ * may be connected through either: neither keeps a mark (ADR-542). */
 static int duplicate(int fd, int newfd)
 {
+	if (newfd >= 0) {
+		rx__fd_mark_clear(fd);
+		rx__fd_mark_clear(newfd);
+	}
 	if (newfd >= 0 && rx__fd_tracked(fd))
 		rx__fd_dup(fd, newfd);
 	else
@@ -259,6 +285,7 @@ RX_EXPORT int dup2(int fd, int fd2)
 		return rx__real_dup2(fd, fd2);
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	rx__fd_mark_clear(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup2(fd, fd2));
 }
@@ -274,6 +301,7 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
 		return rx__real_dup3(fd, fd2, flags); /* EINVAL, EBADF */
 	if (rx__fd_tracked(fd2))
 		rx__fd_forget(fd2);
+	rx__fd_mark_clear(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup3(fd, fd2, flags));
 }
@@ -317,11 +345,14 @@ static long fcntl_arg(int cmd, va_list ap)
 	}
 }
 
-/* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does. */
-static int fcntl_result(int fd, int cmd, int rc)
+/* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does; F_SETFL
+ * may change O_NONBLOCK, which the number's mark follows (ADR-543). */
+static int fcntl_result(int fd, int cmd, long arg, int rc)
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return duplicate(fd, rc);
+	if (cmd == F_SETFL && rc == 0)
+		rx__fd_mark_flags(fd, (arg & O_NONBLOCK) != 0);
 	return rc;
 }
 
@@ -333,7 +364,7 @@ RX_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(fd, cmd, rx__real_fcntl(fd, cmd, arg));
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl(fd, cmd, arg));
 }
 
 /* glibc's reserved name for the same function: the same wrapper. */
@@ -347,5 +378,5 @@ RX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = fcntl_arg(cmd, ap);
 	va_end(ap);
-	return fcntl_result(fd, cmd, rx__real_fcntl64(fd, cmd, arg));
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl64(fd, cmd, arg));
 }

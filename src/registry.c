@@ -529,8 +529,23 @@ void rx_registry_destroy(struct rx_registry *r)
 		free_block(r, (size_t)r->size);
 }
 
+uint32_t rx_registry_hash(const char *key, size_t len)
+{
+	if (key == NULL)
+		return fnv1a("", 0);
+	return fnv1a(key, len > RX_KEY_MAX ? RX_KEY_MAX : len);
+}
+
 struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
 				     size_t len, uint64_t now_ns)
+{
+	return rx_registry_acquire_hashed(r, key, len,
+					  rx_registry_hash(key, len), now_ns);
+}
+
+struct rx_guard *rx_registry_acquire_hashed(struct rx_registry *r,
+					    const char *key, size_t len,
+					    uint32_t h, uint64_t now_ns)
 {
 	if (r == NULL || (key == NULL && len > 0))
 		return NULL;
@@ -541,7 +556,6 @@ struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
 	uint64_t now = rx__clock(&r->last_now_ns, now_ns);
 
 	sweep_ttl(r, now);
-	uint32_t h = fnv1a(key, len);
 	bool found;
 	uint32_t pos = probe(r, key, len, h, &found);
 	struct rx__entry *e;

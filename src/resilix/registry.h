@@ -111,6 +111,23 @@ void rx_registry_destroy(struct rx_registry *r);
 struct rx_guard *rx_registry_acquire(struct rx_registry *r, const char *key,
                                      size_t len, uint64_t now_ns);
 
+/*
+ * rx_registry_hash - the hash rx_registry_acquire gives @key/@len: 32-bit
+ * FNV-1a of the bytes (truncated at RX_KEY_MAX, as acquire truncates);
+ * NULL is the empty key. For a caller that meets the same key often and
+ * keeps its hash (the shim's memo of a thread's last destination).
+ * Pure: any thread; O(len); no allocation.
+ *
+ * rx_registry_acquire_hashed - rx_registry_acquire with @hash, which must
+ * be rx_registry_hash(@key, @len): the same guard, without hashing again.
+ * A wrong @hash finds or makes a different entry for the same key. Not
+ * thread-safe, as acquire; O(1) expected; no allocation.
+ */
+uint32_t rx_registry_hash(const char *key, size_t len);
+struct rx_guard *rx_registry_acquire_hashed(struct rx_registry *r,
+                                            const char *key, size_t len,
+                                            uint32_t hash, uint64_t now_ns);
+
 /* rx_registry_release - unpin a guard returned by acquire. NULL @r or @g,
  * or a guard that is not pinned (a double release), is ignored. Not
  * thread-safe; O(1); no allocation. */

@@ -9,7 +9,8 @@
 # never opened its breaker. tests/support/blackhole connects to a
 # loopback listener whose full accept queue drops every SYN: with
 # RESILIX_CONSECUTIVE_BACKSTOP=3, three connects time out (300 ms each)
-# and the fourth is refused at once.
+# and the fourth is refused at once - also when each socket was made
+# non-blocking by socket() and turned blocking with fcntl (ADR-543).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 PROG=$RESILIX_BUILDDIR/tests/support/blackhole
@@ -20,13 +21,20 @@ rx_dump_on_fail "$out" "$err"
 rx_plain "$PROG" --connects 1 >"$out" || rx_fail "no black hole: exit status $?"
 rx_assert_grep "without the shim: the connect times out" '^connect EINPROGRESS' "$out"
 
-rx_shim RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_MIN_CALLS=100 \
-	RESILIX_OPEN_MS=60000 "$PROG" --connects 4 >"$out" 2>"$err" ||
-	rx_fail "blackhole under the shim: exit status $?"
-rx_assert_eq "connects timed out" 3 "$(grep -c '^connect EINPROGRESS' "$out")"
-rx_assert_eq "settled as timeouts at the connect's return" 3 \
-	"$(grep -c 'event=settle verdict=timeout .*at=connect-timeout' "$err")"
-rx_assert_grep "the breaker opened" 'event=breaker-transition .*to=open' "$err"
-rx_assert_eq "the fourth connect is refused" "ECONNREFUSED" \
-	"$(sed -n 4p "$out" | awk '{print $2}')"
+# Also with sockets made non-blocking by socket() and turned blocking by
+# fcntl before the connect: the shim follows the mode it saw (ADR-543).
+for how in "" --made-blocking; do
+	rx_shim RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=3 \
+		RESILIX_MIN_CALLS=100 RESILIX_OPEN_MS=60000 "$PROG" \
+		--connects 4 $how >"$out" 2>"$err" ||
+		rx_fail "blackhole $how under the shim: exit status $?"
+	rx_assert_eq "$how connects timed out" 3 \
+		"$(grep -c '^connect EINPROGRESS' "$out")"
+	rx_assert_eq "$how settled as timeouts at the connect's return" 3 \
+		"$(grep -c 'event=settle verdict=timeout .*at=connect-timeout' "$err")"
+	rx_assert_grep "$how the breaker opened" \
+		'event=breaker-transition .*to=open' "$err"
+	rx_assert_eq "$how the fourth connect is refused" "ECONNREFUSED" \
+		"$(sed -n 4p "$out" | awk '{print $2}')"
+done
 rx_pass

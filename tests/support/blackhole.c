@@ -8,11 +8,14 @@
  * then drops every further SYN to it: a connect hangs, retransmitting,
  * until its SO_SNDTIMEO runs out, and returns -1/EINPROGRESS.
  *
- * Usage: blackhole [--connects N] [--sndtimeo-ms MS]
+ * Usage: blackhole [--connects N] [--sndtimeo-ms MS] [--made-blocking]
+ * --made-blocking: each socket is made with SOCK_NONBLOCK and turned
+ * blocking with fcntl(F_SETFL) before its connect (ADR-543).
  * Output (stdout): one line per connect, "connect <errno name or OK>
  * <ms>". Exit 0; 1 when the black hole cannot be made.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +37,15 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in a = rx_loopback(0);
 	socklen_t alen = sizeof(a);
-	int i, l, connects = 1, timeo_ms = 300;
+	int i, l, connects = 1, timeo_ms = 300, made_blocking = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--connects") == 0 && i + 1 < argc)
 			connects = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--sndtimeo-ms") == 0 && i + 1 < argc)
 			timeo_ms = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--made-blocking") == 0)
+			made_blocking = 1;
 		else
 			return 2;
 	}
@@ -59,9 +64,14 @@ int main(int argc, char **argv)
 	usleep(50000); /* the first filler's handshake fills the queue */
 	for (i = 0; i < connects; i++) {
 		struct timeval tv = {timeo_ms / 1000, (timeo_ms % 1000) * 1000};
-		int s = socket(AF_INET, SOCK_STREAM, 0), rc, err;
+		int s = socket(
+			AF_INET,
+			SOCK_STREAM | (made_blocking ? SOCK_NONBLOCK : 0), 0),
+		    rc, err;
 		long t0 = now_ms();
 
+		if (made_blocking)
+			fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
 		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		rc = connect(s, (struct sockaddr *)&a, sizeof(a));
 		err = errno;

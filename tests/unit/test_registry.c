@@ -106,6 +106,31 @@ static void test_long_keys_truncated(void)
 	rx_registry_destroy(r);
 }
 
+/* A hash kept from an earlier lookup finds the same guard (ADR-540). */
+static void test_acquire_hashed(void)
+{
+	struct rx_registry *r = make(8, 0, NULL);
+	char k1[400];
+	struct rx_guard *a = get(r, "127.0.0.1:80", 1);
+	uint32_t h = rx_registry_hash("127.0.0.1:80", 12);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_EQUAL(
+	    rx_registry_acquire_hashed(r, "127.0.0.1:80", 12, h, 2), a);
+	/* A new key made through the hashed path is the same key later. */
+	struct rx_guard *b = rx_registry_acquire_hashed(
+	    r, "[::1]:80", 8, rx_registry_hash("[::1]:80", 8), 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_PTR_EQUAL(get(r, "[::1]:80", 4), b);
+	/* The hash truncates as acquire does; NULL is the empty key. */
+	memset(k1, 'x', sizeof(k1));
+	CU_ASSERT_EQUAL(rx_registry_hash(k1, sizeof(k1)),
+			rx_registry_hash(k1, RX_KEY_MAX));
+	CU_ASSERT_EQUAL(rx_registry_hash(NULL, 0), rx_registry_hash("", 0));
+	CU_ASSERT_PTR_NULL(rx_registry_acquire_hashed(NULL, "a", 1, 0, 5));
+	rx_registry_destroy(r);
+}
+
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -468,6 +493,7 @@ int main(void)
 	    {"create rejects", test_create_rejects},
 	    {"lookup and keys", test_lookup_and_keys},
 	    {"long keys truncated", test_long_keys_truncated},
+	    {"acquire with a kept hash", test_acquire_hashed},
 	    {"10000 keys through 1000 at constant memory",
 	     test_churn_constant_memory},
 	    {"random churn matches an LRU model",

@@ -1,0 +1,251 @@
+/*
+ * preload/connect.c - the start of a call at connect(): which connects
+ * are calls, the key a call is guarded under, its admission and the fd
+ * record it gets. What follows the real connect - its outcome, a
+ * non-blocking connect polled or read through SO_ERROR - is the state
+ * machine's (call.c), as is everything about the call from then on.
+ *
+ * A call starts at connect() on an AF_INET/AF_INET6 stream socket to a
+ * destination the filters guard (ADR-143), keyed by "ip:port" or, under
+ * RESILIX_KEY=host, by the name getaddrinfo gave the address (ADR-144,
+ * ADR-220); the thread's last destination's key, hash and filter verdict
+ * are remembered (dest.h, ADR-540). What socket() said of the number
+ * spares the questions a connect would otherwise ask the kernel - its
+ * type, whether it is connected already, whether it blocks (ADR-542,
+ * ADR-543); the owner check is the fork word, not getpid (ADR-543). A
+ * refused connect leaves no record behind (ADR-541). Runs with rx__inside
+ * set; no lock is held across libc.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "addr_permit.h"
+#include "admit.h"
+#include "call.h"
+#include "deadline.h"
+#include "dest.h"
+#include "errclass.h"
+#include "fdmark.h"
+#include "fdtable.h"
+#include "protocols.h"
+#include "runtime.h"
+#include "sockkey.h"
+
+/* A connect's address permit (ADR-220) while it is being admitted. */
+struct addr_hold {
+	struct rx_guard *guard; /* NULL: none */
+	struct rx_gate_permit permit;
+	uint64_t start_ns;
+};
+
+/* Give @h's permit back without evidence, and unpin its guard. */
+static void give_back(const struct addr_hold *h, uint64_t now, const char *at)
+{
+	if (!h->guard)
+		return;
+	rx__key_settle(h->guard, &h->permit, RX_REJECTED, h->start_ns, now, now,
+		       at);
+	rx__key_release(h->guard);
+}
+
+/* A connect refused. A @fresh socket was taken, unasked, for an
+ * unconnected socket: one connected meanwhile (by another process, a raw
+ * system call) is the kernel's to answer with EISCONN, as ADR-216 wants,
+ * and a number that holds no socket any more its to answer with ENOTSOCK
+ * or EBADF (ADR-542). */
+static enum rx_op_decision refused(int fd, bool fresh, int saved)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	rx__inside = 0;
+	if (!fresh || (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 &&
+		       errno != ENOTSOCK && errno != EBADF)) {
+		errno = saved;
+		return RX_OP_REFUSE;
+	}
+	(void)rx__refusal_errno();
+	errno = saved;
+	return RX_OP_PASS;
+}
+
+enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
+				      const struct sockaddr *sa, socklen_t len)
+{
+	/* Whatever socket() said of the number holds until a connect: a
+	 * datagram, raw or local socket is never a call, and a stream
+	 * socket needs no question about its type or peer (ADR-542). */
+	unsigned born = rx__fd_mark_take(fd);
+	bool fresh = born == RX_MARK_STREAM;
+	struct rx_gate_permit permit;
+	struct addr_hold ah; /* the address's permit, RESILIX_KEY=host */
+	char hostkey[RX_KEY_MAX + 1];
+	const struct rx_dest_memo *d;
+	const char *key;
+	struct sockaddr_in v4;
+	struct rx_guard *g;
+	uint32_t hash;
+	bool named, late;
+	struct rx_fd *e;
+	struct rx_lock *l;
+	uint64_t dev, ino;
+	uint16_t dl_seq;
+	size_t klen;
+	int saved = errno;
+	uint64_t now;
+
+	memset(op, 0, sizeof(*op));
+	op->fd = fd;
+	if (born == RX_MARK_OTHER || rx__reentered())
+		return RX_OP_PASS;
+	rx__inside = 1;
+	if (!rx__ready())
+		goto pass;
+	/* The fork word, not getpid: a forked child is told apart, a vfork
+	 * child may not connect before it execs (ADR-543). */
+	if ((unsigned)fd >=
+		atomic_load_explicit(&rx__fd_capacity, memory_order_acquire) ||
+	    !rx__owner_fast())
+		goto pass;
+	e = rx__fd_get(fd);
+	if (rx__curl_active) {
+		/* Inside curl_easy_perform: the curl layer attributes this
+		 * call (ADR-152); whatever we knew of the fd is over. */
+		rx__fd_drop(fd, e);
+		goto pass;
+	}
+	/* ::ffff:a.b.c.d is a.b.c.d: one key, one set of filters (ADR-194).
+	 * Only the key's view changes; the real connect gets @sa as given. */
+	if (sa && (uintptr_t)sa < 4096)
+		sa = NULL; /* a bad pointer: the kernel's EFAULT (ADR-195) */
+	if (sa)
+		sa = rx__sockkey_unmapped(sa, &len, &v4);
+	/* The key, its hash and the filters' verdict: the thread's last
+	 * destination's, when it is the same (ADR-540). */
+	d = sa ? rx__dest_of(sa, len) : NULL;
+	if (!d) {
+		/* Not an IP destination (AF_UNIX, or AF_UNSPEC, which
+		 * dissolves a TCP association): whatever we knew is over. */
+		rx__fd_drop(fd, e);
+		goto pass;
+	}
+	key = d->key;
+	klen = d->len;
+	hash = d->hash;
+	if (rx__cfg.key_host) /* ADR-144 */
+		klen = rx__dest_host_key(d, sa, len, hostkey, &key, &hash);
+	/* Keyed by a name: the connect's own outcome is the address's
+	 * (ADR-220). */
+	named = key != d->key;
+	if (!d->guarded) {
+		/* Not a destination the user asked us to guard (ADR-143). */
+		rx__fd_drop(fd, e);
+		goto pass;
+	}
+	if (e && rx__fd_phase(e) == RX_FD_CONNECTING) {
+		/* connect() again while a non-blocking connect is pending:
+		 * the same call, polled. Another destination means the state
+		 * is stale (the fd was closed behind our back). */
+		bool again;
+
+		l = rx__fd_lock(e);
+		rx__lock(l);
+		again = rx__fd_phase(e) == RX_FD_CONNECTING &&
+			strcmp(rx__key_name(e->guard), key) == 0;
+		op->epoch =
+		    atomic_load_explicit(&e->epoch, memory_order_relaxed);
+		rx__unlock(l);
+		if (again) {
+			op->e = e;
+			op->again = true;
+			op->phase = RX_FD_CONNECTING;
+			errno = saved;
+			return RX_OP_TRACK;
+		}
+	}
+	/* connect() on a socket that is connected already - the "make sure
+	 * it is connected" habit: the kernel answers EISCONN and nothing
+	 * leaves the host. Not a call, never refused, and the connection's
+	 * own call goes on (ADR-216). A fresh socket is not (ADR-542). */
+	if (!fresh && rx__fd_connected(fd))
+		goto pass;
+	/* Anything else we hold for this fd is stale, or a reconnect after
+	 * a failed connect: start afresh. */
+	if (e)
+		rx__call_end_record(fd, e);
+	/* A fresh number gets its record once admitted: a refused connect
+	 * then leaves none to forget at close (ADR-541). A deadline names
+	 * the record at admission (ADR-382), so with deadlines on it comes
+	 * first. A marked socket's identity (fstat) waits as long. */
+	late = !e && !rx__deadlines_on;
+	if (!(fresh && late) && !(fresh ? rx__fd_socket_id(fd, &dev, &ino)
+					: rx__fd_stream_id(fd, &dev, &ino))) {
+		rx__fd_drop(fd, e);
+		goto pass;
+	}
+	if (!late && !(e = rx__fd_for_connect(fd, e, dev, ino)))
+		goto pass;
+	now = rx__now_ns();
+	/* The address first: a dead address of a live name is refused at
+	 * once, and the program's fallback moves on (ADR-220). */
+	ah.guard =
+	    named ? rx__key_acquire_hashed(d->key, d->len, d->hash, now) : NULL;
+	ah.start_ns = now;
+	if (ah.guard &&
+	    !rx__admit(ah.guard, &now, &ah.permit, "connect", fd, false)) {
+		rx__key_release(ah.guard);
+		return refused(fd, fresh, saved);
+	}
+	g = rx__key_acquire_hashed(key, klen, hash, now);
+	if (!g || !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
+				  &dl_seq)) {
+		give_back(&ah, now, "refused");
+		if (!g)
+			goto pass;
+		rx__key_release(g);
+		return refused(fd, fresh, saved);
+	}
+	if (late && ((fresh && !rx__fd_socket_id(fd, &dev, &ino)) ||
+		     !(e = rx__fd_for_connect(fd, NULL, dev, ino)))) {
+		/* Not a socket after all, or no record to be had (another
+		 * thread's meanwhile): the call was never the shim's. */
+		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "pass");
+		rx__key_release(g);
+		give_back(&ah, now, "pass");
+		goto pass;
+	}
+	l = rx__fd_lock(e);
+	rx__lock(l);
+	/* Atomic: start_call reads it without the lock (ADR-186). */
+	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+	rx__permit_copy(&e->permit, &permit);
+	e->dl_seq = dl_seq;
+	e->addr_guard = ah.guard;
+	if (ah.guard) {
+		e->addr_count = rx__addr_pack(&ah.permit, e->addr_tickets);
+	}
+	e->start_ns = now;
+	e->first_byte_ns = 0;
+	e->peeked = 0;
+	e->connected_ns = 0;
+	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	rx__proto_open(&e->proto);
+	op->epoch =
+	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
+	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
+			      memory_order_release);
+	rx__unlock(l);
+	op->e = e;
+	op->phase = RX_FD_CONNECTING;
+	errno = saved;
+	return RX_OP_TRACK;
+pass:
+	rx__inside = 0;
+	errno = saved;
+	return RX_OP_PASS;
+}

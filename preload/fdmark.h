@@ -1,0 +1,110 @@
+/*
+ * preload/fdmark.h - what the shim saw socket() return on a number, for
+ * the connect that follows (ADR-542, ADR-543): its kind, and whether it
+ * was made non-blocking. The array lives beside the fd records (mapped
+ * with them by rx__fdtable_init); these are its only readers and writers.
+ * All O(1), lock-free and async-signal-safe.
+ */
+#ifndef RESILIX_PRELOAD_FDMARK_H
+#define RESILIX_PRELOAD_FDMARK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fdtable.h"
+
+/*
+ * Per fd: what the shim saw socket() return on the number (ADR-542), so
+ * that a connect on it needs no getsockopt(SO_TYPE) to learn the type and
+ * no getpeername to learn that it is not connected yet: 0, nothing known;
+ * else the kind (RX_MARK_*) in the high half and rx__fd_doubt's value
+ * when it was set in the low half - a close of the number the shim did
+ * not see raises the doubt, and the mark is void. Every close the shim
+ * sees clears it; a connect takes it. Beside the records, additive.
+ */
+extern _Atomic uint64_t *rx__fd_marks RX_HIDDEN;
+
+#define RX_MARK_STREAM 1u /* AF_INET/AF_INET6 SOCK_STREAM, never connected */
+#define RX_MARK_OTHER 2u  /* any other socket: never a call */
+/* Beside the kind, and kept by a connect: made non-blocking by socket()
+ * or fcntl(F_SETFL), as far as the shim saw (ADR-543). */
+#define RX_MARK_NONBLOCK 0x100u
+
+/* rx__fd_mark_set - socket() just returned @fd, a socket of @kind
+ * (RX_MARK_*). O(1); async-signal-safe. */
+static inline void rx__fd_mark_set(int fd, unsigned kind)
+{
+	if ((unsigned)fd < rx__fd_capacity_now())
+		atomic_store_explicit(
+		    &rx__fd_marks[fd],
+		    (uint64_t)kind << 32 |
+			atomic_load_explicit(&rx__fd_doubt,
+					     memory_order_relaxed),
+		    memory_order_relaxed);
+}
+
+/* rx__fd_mark_clear - @fd is about to be closed, replaced or shared: what
+ * socket() said of it no longer holds. A load, and a store only when a
+ * mark is there. O(1); async-signal-safe. */
+static inline void rx__fd_mark_clear(int fd)
+{
+	if ((unsigned)fd < rx__fd_capacity_now() &&
+	    atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed))
+		atomic_store_explicit(&rx__fd_marks[fd], 0,
+				      memory_order_relaxed);
+}
+
+/* @fd's mark if it holds, else 0. */
+static inline uint64_t rx__fd_mark_of(int fd)
+{
+	uint64_t m;
+
+	if ((unsigned)fd >= rx__fd_capacity_now())
+		return 0;
+	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
+	return m && (uint32_t)m == atomic_load_explicit(&rx__fd_doubt,
+							memory_order_relaxed)
+		   ? m
+		   : 0;
+}
+
+/* rx__fd_mark_take - a connect on @fd: its mark's kind (0 when none, or
+ * void), cleared - after a connect, a stream socket may be connected -
+ * but for RX_MARK_NONBLOCK. O(1); async-signal-safe. */
+static inline unsigned rx__fd_mark_take(int fd)
+{
+	uint64_t m = rx__fd_mark_of(fd);
+
+	if (m == 0) {
+		rx__fd_mark_clear(fd);
+		return 0;
+	}
+	atomic_store_explicit(
+	    &rx__fd_marks[fd],
+	    m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX),
+	    memory_order_relaxed);
+	return (unsigned)(m >> 32) & 0xffu;
+}
+
+/* rx__fd_mark_nonblock - is @fd non-blocking as far as its mark knows
+ * (socket() with SOCK_NONBLOCK, or fcntl F_SETFL since)? false: not
+ * known either way (ioctl FIONBIO is not seen). O(1). */
+static inline bool rx__fd_mark_nonblock(int fd)
+{
+	return (rx__fd_mark_of(fd) >> 32) & RX_MARK_NONBLOCK;
+}
+
+/* rx__fd_mark_flags - fcntl(F_SETFL) set @fd's flags to @nonblock or not:
+ * a mark that holds follows. O(1). */
+static inline void rx__fd_mark_flags(int fd, bool nonblock)
+{
+	uint64_t m = rx__fd_mark_of(fd), bit = (uint64_t)RX_MARK_NONBLOCK << 32;
+
+	if (m)
+		atomic_store_explicit(&rx__fd_marks[fd],
+				      nonblock ? m | bit : m & ~bit,
+				      memory_order_relaxed);
+}
+
+#endif
