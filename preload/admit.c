@@ -921,7 +921,7 @@ int rx__admit_setup(const char **what)
 void rx__admit_hooks(bool on)
 {
 	hooks_on = on || rx__deadlines_on;
-	rx__ka_on = !hooks_on && !rx__shared_on; /* ADR-531 */
+	rx__ka_on = !hooks_on; /* ADR-531, ADR-492 */
 }
 
 struct rx_registry *rx__admit_registry(void)

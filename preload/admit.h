@@ -19,6 +19,7 @@
 
 #include "lock.h"
 #include "resilix.h"
+#include "shared.h"
 #include "shim_config.h"
 #include "state.h"
 
@@ -161,9 +162,9 @@ void rx__key_settle_call(struct rx_guard *g,
 /* ---- the kept-alive cycle's fast path (keepalive.c, ADR-531) ---------- */
 
 /*
- * rx__ka_on - no settlement hook (log below info, no metrics file), no
- * deadline (RESILIX_TIMEOUT_MS unset) and no shared segment: the
- * process-wide half of the fast path's one test. Set at start-up with the
+ * rx__ka_on - no settlement hook (log below info, no metrics file) and no
+ * deadline (RESILIX_TIMEOUT_MS unset); a shared segment is no obstacle
+ * (ADR-492): the process-wide half of the fast path's one test. Set at start-up with the
  * hooks (rx__admit_hooks), read-only afterwards.
  */
 extern bool rx__ka_on RX_HIDDEN;
@@ -187,6 +188,15 @@ static inline struct rx_lock *rx__key_lock(struct rx_guard *g)
 	return rx__key_lock_miss(g);
 }
 
+/* The key slot of guard lock @l, for the shared segment's hold row: read
+ * only with a segment (rx__shm_mark_begin ignores it otherwise). */
+struct rx_lock *rx__admit_guard_locks(void);
+static inline ptrdiff_t rx__key_slot(const struct rx_lock *l)
+{
+	return __builtin_expect(rx__shared_on, 0) ? l - rx__admit_guard_locks()
+						  : 0;
+}
+
 /* rx__key_wake - wake @g's waiters (a settlement found some). */
 void rx__key_wake(struct rx_guard *g);
 
@@ -194,24 +204,30 @@ void rx__key_wake(struct rx_guard *g);
  * rx__key_admit_fast - admit a call on @g at @now (the caller's clock
  * read; no wait, no deadline) when the guard's common case holds
  * (rx_guard_admit_fast): true with @permit filled. false: nothing
- * changed; ask rx__admit_call. One guard lock round trip; O(1). Inline.
+ * changed; ask rx__admit_call. With a shared segment, in this process's
+ * bucket and tenant, and what it takes goes to its hold row (ADR-492).
+ * One guard lock round trip; O(1). Inline.
  */
 static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 				      struct rx_gate_permit *permit)
 {
+	struct rx_admit_ctx ctx = {.now_ns = now, RX_SHM_CTX};
 	struct rx_lock *l = rx__key_lock(g);
+	struct rx_shm_mark m;
 	bool ok;
 
 	rx__lock(l);
-	ok = rx_guard_admit_fast(g, now, permit);
+	rx__shm_mark_begin(&m, g, rx__key_slot(l));
+	ok = rx_guard_admit_fast(g, &ctx, permit);
+	rx__shm_mark_end(&m, g);
 	rx__unlock(l);
 	return ok;
 }
 
 /*
  * rx__key_settle_fast - rx__key_settle_call with rx__ka_on: no deadline
- * to claim, no hook, no shared hold - settle()'s common case (admit.c),
- * inline. Preserves errno.
+ * to claim, no hook - settle()'s common case (admit.c), inline, with the
+ * shared segment's hold row kept as settle() keeps it. Preserves errno.
  */
 static inline void rx__key_settle_fast(struct rx_guard *g,
 				       const struct rx_gate_permit *permit,
@@ -220,6 +236,7 @@ static inline void rx__key_settle_fast(struct rx_guard *g,
 {
 	struct rx_observation obs;
 	struct rx_lock *l = rx__key_lock(g);
+	struct rx_shm_mark m;
 	uint32_t waiters;
 
 	obs.verdict = v;
@@ -228,7 +245,9 @@ static inline void rx__key_settle_fast(struct rx_guard *g,
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
+	rx__shm_mark_begin(&m, g, rx__key_slot(l));
 	rx_guard_settle(g, permit, &obs);
+	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
 	if (__builtin_expect(waiters > 0, 0))
@@ -250,7 +269,6 @@ void rx__admit_hooks(bool on);
  * which take them one at a time (start-up). */
 struct rx_registry *rx__admit_registry(void);
 struct rx_lock *rx__admit_registry_lock(void);
-struct rx_lock *rx__admit_guard_locks(void);
 
 /* Fork: take every lock (prepare), drop them (parent), or free them
  * whoever held them and drop the limiter places of threads that did not

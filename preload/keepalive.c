@@ -7,8 +7,9 @@
  *
  * One cheap test guards each step, and whatever it does not cover goes to
  * the call state machine's general step (call.c) untouched, which then
- * decides as if this file did not exist: no hook, deadline or shared
- * segment in the process (rx__ka_on); a thread neither inside the shim,
+ * decides as if this file did not exist: no hook or deadline in the
+ * process (rx__ka_on; a shared segment's hold row is kept here as in
+ * admit.c, ADR-492); a thread neither inside the shim,
  * nor in a curl transfer, nor in a TLS library call; a connection the
  * HTTP module frames on the socket itself; a number proven to hold the
  * socket (ADR-500) and a record no other number shares (ADR-213); a

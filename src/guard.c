@@ -122,7 +122,7 @@ int rx_guard_init(struct rx_guard *g, const struct rx_guard_config *cfg,
 		g->shares_on = true;
 	}
 	g->more = g->ratelimit_on || g->throttler_on || g->bulkhead_on;
-	g->plain = g->breaker_on && g->limiter_on && !g->more && !g->shares_on;
+	g->plain = g->breaker_on && g->limiter_on && !g->more;
 	/* Without a breaker the zeroed struct reads as closed, and without a
 	 * limiter it has no waiters, which is what the registry's eviction
 	 * test wants. */
@@ -529,9 +529,10 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 /* The steps of admit_policies for a closed breaker and a limiter below
  * its slots, with the tests that lead elsewhere asked first, before any
  * write: prime's stores are those the two admits overwrite (ADR-531). */
-bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			 struct rx_gate_permit *permit)
 {
+	uint64_t now_ns = ctx->now_ns;
 	struct rx_breaker *b = &g->breaker;
 	struct rx_limiter *l = &g->limiter;
 	uint64_t slots;
@@ -548,6 +549,10 @@ bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
 	permit->tickets[0].flags = 0;
 	rx__limiter_take_slot(l, now_ns, &permit->tickets[1]);
 	permit->count = 2;
+	if (RX__UNLIKELY(g->shares_on)) { /* limiter_step below its slots */
+		shares_take(g, ctx, &permit->tickets[2]);
+		permit->count = with_shares(g, permit, 2);
+	}
 	g->in_flight = rx__sat_inc32(g->in_flight);
 	return true;
 }

@@ -101,8 +101,8 @@ struct rx_guard {
 	bool limiter_on;           /* calls them directly (ADR-180) */
 	bool bulkhead_on, ratelimit_on, throttler_on;
 	bool more; /* any of the three: admit and settle take the long way */
-	bool plain; /* breaker and limiter only, no shares: the common case
-		       rx_guard_admit_fast admits (ADR-531) */
+	bool plain; /* breaker and limiter only (shares or not): the common
+		       case rx_guard_admit_fast admits (ADR-531, ADR-492) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint32_t waiting;     /* rx_guard_wait_begin without its end */
@@ -164,14 +164,16 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 
 /*
  * rx_guard_admit_fast - rx_guard_admit for the common case only: the
- * default policies (breaker and limiter on, nothing else, no shares), a
- * closed circuit and a limiter below its slots. Then it admits at
- * @now_ns exactly as rx_guard_admit would, fills @permit (two tickets)
- * and returns true; otherwise it changes nothing and returns false, and
- * the caller asks rx_guard_admit (ADR-531). Not thread-safe: callers
- * serialise per guard. O(1), no allocation.
+ * default policies (breaker and limiter on, nothing else; shares on or
+ * off), a closed circuit and a limiter below its slots. Then it admits
+ * at @ctx->now_ns exactly as rx_guard_admit would (with shares, counting
+ * the call in @ctx's bucket and tenant as the limiter's step does below
+ * its slots), fills @permit (two tickets, three when the shares counted
+ * it) and returns true; otherwise it changes nothing and returns false,
+ * and the caller asks rx_guard_admit (ADR-531, ADR-492). Not
+ * thread-safe: callers serialise per guard. O(1), no allocation.
  */
-bool rx_guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
                          struct rx_gate_permit *permit);
 
 /*

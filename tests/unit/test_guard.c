@@ -487,8 +487,8 @@ static void test_admit_fast(void)
 	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&b, &c, sb, 0), RX_OK);
 	/* Below the limit: the same permit and the same state. */
 	for (i = 0; i < 2; i++) {
-		CU_ASSERT_TRUE(rx_guard_admit_fast(&a, t + (uint64_t)i, &pa[i]));
 		ctx.now_ns = t + (uint64_t)i;
+		CU_ASSERT_TRUE(rx_guard_admit_fast(&a, &ctx, &pa[i]));
 		CU_ASSERT_EQUAL(rx_guard_admit(&b, &ctx, &pb[i], &why),
 				RX_ADMIT);
 		CU_ASSERT_EQUAL(pa[i].count, pb[i].count);
@@ -501,7 +501,8 @@ static void test_admit_fast(void)
 	CU_ASSERT_EQUAL(a.last_used_ns, b.last_used_ns);
 	CU_ASSERT_EQUAL(a.breaker.last_now_ns, b.breaker.last_now_ns);
 	/* At the limit: not the fast path's, and nothing taken. */
-	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t + 3, &pa[2]));
+	ctx.now_ns = t + 3;
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, &ctx, &pa[2]));
 	CU_ASSERT_EQUAL(a.in_flight, 2);
 	CU_ASSERT_EQUAL(a.limiter.in_flight, 2);
 	CU_ASSERT_EQUAL(a.last_used_ns, t + 1);
@@ -518,12 +519,14 @@ static void test_admit_fast(void)
 	CU_ASSERT_NOT_EQUAL(a.breaker.state, RX_BREAKER_CLOSED);
 	CU_ASSERT_EQUAL(a.in_flight, 0);
 	CU_ASSERT_EQUAL(a.limiter.in_flight, b.limiter.in_flight);
-	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t + 20, &pa[0]));
+	ctx.now_ns = t + 20;
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, &ctx, &pa[0]));
 	CU_ASSERT_EQUAL(a.in_flight, 0);
 	/* Another policy on: never the fast path's. */
 	c.bulkhead_on = true;
 	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&a, &c, sa, 0), RX_OK);
-	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, t, &pa[0]));
+	ctx.now_ns = t;
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, &ctx, &pa[0]));
 	CU_ASSERT_EQUAL(a.in_flight, 0);
 }
 

@@ -365,6 +365,54 @@ static void test_guard_alone_not_counted(void)
 	CU_ASSERT_EQUAL(g.limiter.in_flight, 0);
 }
 
+/* With shares on, the fast admission is the limiter's step below its
+ * slots: the same permit (the share ticket once a second bucket and
+ * tenant called) and the same counts as rx_guard_admit (ADR-492). */
+static void test_guard_fast_with_shares(void)
+{
+	struct rx_guard a, b;
+	struct rx_gate_permit pa[4], pb[4], spare;
+	struct rx_refusal why;
+	struct rx_admit_ctx cx[4] = {{10 * MS, NULL, false, RX_BUCKET_CRITICAL, 1},
+				     {10 * MS, NULL, false, RX_BUCKET_CRITICAL, 1},
+				     {11 * MS, NULL, false, RX_BUCKET_BULK, 2},
+				     {12 * MS, NULL, false, RX_BUCKET_CRITICAL, 1}};
+	struct rx_observation ok = {RX_SUCCESS, 1000, 20 * MS};
+	unsigned i;
+
+	make(&a, 4);
+	make(&b, 4);
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_TRUE(rx_guard_admit_fast(&a, &cx[i], &pa[i]));
+		CU_ASSERT_EQUAL(rx_guard_admit(&b, &cx[i], &pb[i], &why),
+				RX_ADMIT);
+		CU_ASSERT_EQUAL(pa[i].count, pb[i].count);
+		CU_ASSERT_EQUAL(memcmp(pa[i].tickets, pb[i].tickets,
+				       pa[i].count * sizeof(pa[i].tickets[0])),
+				0);
+	}
+	/* Alone, nothing counted; after the second bucket and tenant,
+	 * the call carries its share ticket. */
+	CU_ASSERT_EQUAL(pa[0].count, 2);
+	CU_ASSERT_EQUAL(pa[3].count, 3);
+	CU_ASSERT_EQUAL(memcmp(a.partition.busy, b.partition.busy,
+			       sizeof(a.partition.busy)),
+			0);
+	CU_ASSERT_EQUAL(a.partition.busy[RX_BUCKET_CRITICAL], 1);
+	/* At the limit: the long way, nothing taken. */
+	CU_ASSERT_FALSE(rx_guard_admit_fast(&a, &cx[3], &spare));
+	CU_ASSERT_EQUAL(a.limiter.in_flight, 4);
+	CU_ASSERT_EQUAL(a.in_flight, 4);
+	for (i = 0; i < 4; i++) {
+		rx_guard_settle(&a, &pa[i], &ok);
+		rx_guard_settle(&b, &pb[i], &ok);
+	}
+	CU_ASSERT_EQUAL(a.limiter.in_flight, 0);
+	CU_ASSERT_EQUAL(a.in_flight, 0);
+	for (i = 0; i < RX_BUCKET_COUNT; i++)
+		CU_ASSERT_EQUAL(a.partition.busy[i], 0);
+}
+
 static void test_guard_shares_off_by_default(void)
 {
 	struct rx_guard_config c;
@@ -393,6 +441,8 @@ int main(void)
 	     test_guard_tenant_shed_and_release},
 	    {"guard: a bucket and a tenant alone are not counted",
 	     test_guard_alone_not_counted},
+	    {"guard: the fast admission with shares on",
+	     test_guard_fast_with_shares},
 	    {"guard: shares off by default", test_guard_shares_off_by_default},
 	    {NULL, NULL},
 	};
