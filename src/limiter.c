@@ -41,6 +41,13 @@
  *   - After 5 consecutive windows that ask for less but cannot get it
  *     (Envoy's "5 windows at the minimum"), the baseline is re-measured
  *     from the current window, so no baseline can pin the limit down.
+ *   - A queue delays every call, the median one too (ADR-571, ADR-573):
+ *     Vegas's queue is the smaller of the p90's and the median's
+ *     estimates, AIMD's congestion needs both; a walk down that halved
+ *     the calls in flight and cut the median by under a quarter
+ *     re-measures the baseline; while learning, a drop binds only at an
+ *     error share of 1 in 20, so one 503 among thousands of answers binds
+ *     nothing.
  *   - The probe cadence's U[0.5, 1) jitter is a SplitMix64 hash of the
  *     settlement time and the update count: settle has no generator
  *     (struct rx_observation), and the hash keeps runs reproducible under
@@ -69,6 +76,12 @@
 #define FIRST_PROBE_WINDOWS 10
 /* Envoy re-measures minRTT after this many windows at the minimum. */
 #define STUCK_WINDOWS_BEFORE_REBASE 5
+/* While learning, drops are evidence once they are at least 1 in this
+ * many of the calls settled in the window and the one before (ADR-573). */
+#define DROP_EVIDENCE_EVERY 20
+/* A walk down that has cut the calls in flight to this share of where it
+ * began has cut a queue's latency about as much; see walk_down(). */
+#define WALK_CUT 0.5
 
 static const char *const algorithm_names[RX_LIMITER_ALGORITHM_COUNT] = {
     [RX_LIMITER_VEGAS] = "vegas",
@@ -211,6 +224,7 @@ static void window_reset(struct rx_limiter *l)
 	l->window_peak = 0;
 	l->window_open = false;
 	l->window_drop = false;
+	l->window_drops = 0;
 	l->window_bound = false;
 }
 
@@ -308,15 +322,39 @@ static double bound_limit(const struct rx_limiter *l, double old, double next)
 	return next;
 }
 
-/* Vegas/AIMD baseline: the running minimum of the window quantiles.
- * Returns true when this window set it. */
+/* The window's median, µs: read only where a window closes, out of line,
+ * and there only where the p90 alone would not do. */
+static double window_median(const struct rx_limiter *l)
+{
+	return rx__whist_quantile(&l->window, 0.5, l->window_min_us);
+}
+
+/* Vegas/AIMD baseline: the running minimum of the window quantiles, and
+ * the median of the window that set it (ADR-573). Returns true when this
+ * window set it. */
 static bool track_noload(struct rx_limiter *l, double rtt)
 {
 	if (l->baseline_us <= 0.0 || rtt < l->baseline_us) {
 		l->baseline_us = rtt;
+		l->baseline_med_us = window_median(l);
 		return true;
 	}
 	return false;
+}
+
+/*
+ * Has the window's median risen above the baseline's median by more than
+ * a share @over of it (ADR-573)? A queue delays every call in it, the
+ * median one too (ADR-571); the p90 of an upstream with a slow share -
+ * cache misses, a bimodal upstream - swings between its modes from window
+ * to window, so a running minimum of p90s sits far below its usual value,
+ * while the median stays put. True when no baseline median is known.
+ */
+static bool median_rose(const struct rx_limiter *l, double over)
+{
+	double base = l->baseline_med_us;
+
+	return !(base > 0.0) || window_median(l) > base * (1.0 + over);
 }
 
 /*
@@ -362,6 +400,7 @@ static enum probe_step probe(struct rx_limiter *l, uint64_t now)
 static void rebase(struct rx_limiter *l, double rtt)
 {
 	l->baseline_us = rtt;
+	l->baseline_med_us = window_median(l);
 	l->baseline_windows = GRADIENT2_WARMUP_WINDOWS;
 	l->baseline_resets = rx__sat_add(l->baseline_resets, 1);
 }
@@ -400,6 +439,17 @@ static double vegas_update(struct rx_limiter *l, double rtt, bool *wants_less)
 		beta = limit / 3.0 > 1.0 ? limit / 3.0 : 1.0;
 		alpha = beta / 2.0;
 	}
+	/* A queue the p90 shows must show in the median too (ADR-573):
+	 * the queue is the smaller of the two estimates, the median's
+	 * against the baseline window's median. */
+	if (queue > f && l->baseline_med_us > 0.0) {
+		double med = window_median(l);
+		double mq =
+		    rx__ceil(limit * (1.0 - l->baseline_med_us /
+						(med >= 1.0 ? med : 1.0)));
+		if (mq < queue)
+			queue = mq;
+	}
 	if (queue <= f)
 		return limit + beta;
 	if (queue < alpha)
@@ -421,7 +471,8 @@ static double aimd_update(struct rx_limiter *l, double rtt, bool *wants_less)
 		return limit;
 	if (l->window_drop)
 		return limit;
-	if (rtt > l->cfg.rtt_tolerance * l->baseline_us) {
+	if (rtt > l->cfg.rtt_tolerance * l->baseline_us &&
+	    median_rose(l, l->cfg.rtt_tolerance - 1.0)) {
 		*wants_less = true;
 		return rx__floor(limit * l->cfg.drop_backoff);
 	}
@@ -541,6 +592,39 @@ static double learn(struct rx_limiter *l, double rtt, double next)
 	return next;
 }
 
+/*
+ * A walk down, window by window (ADR-573): the queue our calls build
+ * shrinks with their number, so once a run of windows that asked for
+ * less has cut the calls in flight (the window's peak) to WALK_CUT of
+ * what they were where it began, a median that fell by less than half as
+ * much says the latency is not that queue - this host, loaded by the
+ * very callers the limit refuses, or an upstream that became slower - and
+ * the baseline is re-measured from this window (as a probe adopts a
+ * baseline when halving the concurrency cut latency by less than a
+ * quarter). @old is the limit the window ran at, @next the one it leaves.
+ */
+static void walk_down(struct rx_limiter *l, double rtt, double old, double next,
+		      bool wants_less)
+{
+	double peak = (double)l->window_peak;
+
+	if (!wants_less || !(next < old)) {
+		l->walk_peak = 0.0;
+		return;
+	}
+	double med = window_median(l);
+	if (!(l->walk_peak > 0.0)) {
+		l->walk_peak = peak;
+		l->walk_med_us = med;
+		return;
+	}
+	if (peak > WALK_CUT * l->walk_peak)
+		return;
+	if (med > (1.0 + WALK_CUT) / 2.0 * l->walk_med_us)
+		rebase(l, rtt);
+	l->walk_peak = 0.0;
+}
+
 static void close_window_update(struct rx_limiter *l, uint64_t now);
 
 /* Run the control loop on the window that just closed. */
@@ -548,11 +632,14 @@ static void close_window(struct rx_limiter *l, uint64_t now)
 {
 	double base_before = l->baseline_us;
 	uint32_t peak = l->window_peak;
+	uint64_t samples = l->window.count;
 
 	/* The concurrency a baseline was measured at (ADR-380). */
 	close_window_update(l, now);
 	if (l->baseline_us != base_before)
 		l->baseline_peak = peak;
+	/* The calls a drop's share is counted against (ADR-573). */
+	l->prev_samples = samples < UINT32_MAX ? (uint32_t)samples : UINT32_MAX;
 }
 
 static void close_window_update(struct rx_limiter *l, uint64_t now)
@@ -625,6 +712,8 @@ static void close_window_update(struct rx_limiter *l, uint64_t now)
 	} else {
 		l->stuck_windows = 0;
 	}
+	if (wants_less || l->walk_peak > 0.0)
+		walk_down(l, rtt, old, next, wants_less);
 	l->limit = next;
 	window_reset(l);
 }
@@ -685,8 +774,20 @@ RX__NOINLINE void rx__limiter_drop(struct rx_limiter *l,
 		l->window_peak = ticket->flags;
 
 	l->drops = rx__sat_add(l->drops, 1);
+	/* Learning, one overload among many answers is no evidence: a
+	 * server sheds a call now and then (a restart, a full accept
+	 * queue) without being overloaded, and the limit a drop would bind
+	 * could not climb back while the program's callers keep it bound.
+	 * Drops at 1 in DROP_EVIDENCE_EVERY of the calls settled in this
+	 * window and the last are (ADR-573); a first call's drop is. */
+	if (l->learning) {
+		l->window_drops = rx__sat_inc32(l->window_drops);
+		if ((uint64_t)l->window_drops * DROP_EVIDENCE_EVERY <
+		    l->window.count + l->prev_samples + l->window_drops)
+			return;
+		l->learning = false; /* overload is evidence enough */
+	}
 	l->window_drop = true;
-	l->learning = false; /* overload is evidence enough */
 	if (ticket->generation == l->drop_epoch) {
 		/* limit x drop_backoff is in [0.5, 1000000). */
 		double next = floor_small(l->limit * l->cfg.drop_backoff);

@@ -25,27 +25,29 @@
  * window_min_samples latency samples and has lasted at least
  * clamp(2 x its smallest latency, window_min_ms, window_max_ms) (NCL
  * WindowedLimit and FGO: a window must span a couple of round trips before
- * a change of the limit can show in latency). Its signal is the quantile
- * (p90 by default) of the window's latencies, from a P² estimator (p2.h)
- * that is reset for every window, plus the peak in-flight count seen by the
- * window's calls at their admission.
+ * a change of the limit can show in latency). Its signal: the quantile
+ * (p90 by default) and median of its latencies (whist.h, ADR-522) and the
+ * peak in-flight count its calls saw at their admission.
  *
  * What each verdict does (ADR-003):
  *   RX_SUCCESS, RX_ANSWERED, RX_TRANSIENT: a latency sample;
  *   RX_OVERLOAD, RX_TIMEOUT: a drop; the limit is multiplied by
- *     drop_backoff at once, without waiting for the window, at most once
- *     per round trip (a drop decreases the limit only when its call was
- *     admitted after the previous drop-decrease, as TCP reacts once per
- *     window of data); the window that saw it does not increase the limit;
- *     drops are not latency samples (a fast 429 says nothing about service
- *     time, and a timeout's latency is the deadline);
+ *     drop_backoff at once, at most once per round trip (only a call
+ *     admitted after the previous drop-decrease can cause the next, as
+ *     TCP reacts once per window of data); the window that saw it does
+ *     not increase the limit; never a latency sample (a fast 429 says
+ *     nothing about service time, a timeout's latency is the deadline).
+ *     While learning, drops count only at 1 in 20 or more of the calls
+ *     settled in the window and the one before (ADR-573);
  *   RX_REJECTED, and any verdict this header does not name: release only,
  *     exactly undoing admit (ADR-007); never evidence.
  *
  * The algorithms (each update rule's source, and where ours differs):
  *   Vegas (default; NCL VegasLimit): baseline rtt_noload = the lowest
  *     window quantile seen (a new lowest only moves the baseline, no
- *     change that window); queue = ceil(L (1 - rtt_noload / rtt));
+ *     change that window); queue = ceil(L (1 - rtt_noload / rtt)), and
+ *     above f the smaller of that and the same from the window's median
+ *     against the baseline window's median (ours, ADR-573);
  *     f = max(1, floor(log10 L)) at every L (NCL switches to floor(sqrt L)
  *     at 1000, a discontinuity we do not copy); alpha = 3f, beta = 6f;
  *     queue <= f: L += beta; queue < alpha: L += f; queue > beta: L -= f;
@@ -60,31 +62,30 @@
  *     L = (1 - s) L + s (g L + gradient2_queue_size), s =
  *     gradient2_smoothing.
  *   AIMD (NCL AIMDLimit): rtt above rtt_tolerance x baseline, the baseline
- *     kept as for Vegas (ours: NCL compares with a fixed 5 s timeout, and
- *     resilix has no latency threshold by default, ADR-006):
+ *     kept as for Vegas, and the median above rtt_tolerance x its window's
+ *     (ours: NCL compares with a fixed 5 s timeout, ADR-006, ADR-573):
  *     L = floor(L x drop_backoff); else if peak in flight x 2 >= L:
  *     L += 1; else hold.
  *
  * Baseline re-probe, all three (ours, replacing NCL Vegas's "rtt_noload :=
  * current rtt", which with a windowed p90 adopts the queue the limit
  * itself causes: the Vegas limit drifted from 1.1 C to 3.9 C in a
- * simulated hour). Like BRPC's auto limiter (which halves its limit),
- * Envoy (which pins it to the minimum) and BBR's ProbeRTT, a probe drains
- * the upstream: at NCL's cadence, every U[0.5, 1) x probe_multiplier x L
- * windows, and once early, 10 windows after start, because the first
- * baseline may have been measured while the upstream already queued, one
- * window admits at most max(min_limit, L / 2) calls (the bands stay at 2L
- * and 3L: callers that can wait wait, nobody more is shed than usual,
- * but a non-blocking caller finding the L / 2 slots full is refused), and
- * measures only calls admitted during it. Its quantile becomes the
- * baseline if lower, or if halving the concurrency cut latency by less
- * than a quarter (then the upstream itself became slower); a larger cut
- * means it still queued at L / 2, and the old baseline stays. The
- * U[0.5, 1) is a SplitMix64 hash of the time (settle has no generator).
+ * simulated hour). Like BRPC's auto limiter, Envoy and BBR's ProbeRTT, a
+ * probe drains the upstream: every U[0.5, 1) x probe_multiplier x L
+ * windows (NCL's cadence; the U[0.5, 1) a SplitMix64 hash of the time),
+ * and once 10 windows after start (the first baseline may have been
+ * measured in a queue), one window admits at most max(min_limit, L / 2)
+ * calls (the bands stay at 2L and 3L: a non-blocking caller finding the
+ * L / 2 slots full is refused) and measures only calls admitted during
+ * it. Its quantile becomes the baseline if lower, or if halving the
+ * concurrency cut latency by less than a quarter (the upstream itself
+ * became slower); a larger cut means it still queued at L / 2.
  * Also ours: after 5 consecutive windows that ask for less but cannot get
  * it (at min_limit, or gradient2 at its largest decrease), the baseline
  * is re-measured from the current window (Envoy re-measures minRTT after
- * 5 windows at the minimum).
+ * 5 windows at the minimum), and so it is when windows asking for less
+ * have halved the peak in flight and cut the median by under a quarter
+ * (the latency is not our queue; ADR-573).
  *
  * Bounds on the limit, applied after every change: growth is tethered to
  * observed concurrency (an increase stops at
@@ -98,18 +99,18 @@
  * evidence that the upstream queues the limiter is learning: only
  * max_limit binds, the control loop runs, and each window raises the
  * limit to at least its peak in flight (the concurrency the program runs).
- * Evidence: a drop, or two windows in a row that ran a quarter more calls
- * at once than the baseline was measured at, with a quantile above the
- * baseline by more than max(queue_floor_ms, (rtt_tolerance - 1) x it).
- * A window in which nobody waited or was refused, with no drop and no
- * evidence, or a stale limit, returns it to learning. A probe while learning
- * holds only callers that can wait, at half the peak (others: admitted).
+ * Evidence: drops (above), or two windows in a row that ran a quarter
+ * more calls at once than the baseline was measured at, with a quantile
+ * and a median above the baseline by more than max(queue_floor_ms,
+ * (rtt_tolerance - 1) x it) (ADR-571). A window in which nobody waited or
+ * was refused, with no drop and no evidence, or a stale limit, returns it
+ * to learning. A probe while learning holds only callers that can wait,
+ * at half the peak (others: admitted).
  *
  * Staleness: when no evidence (sample or drop) has been settled for
  * stale_ms, a limit below initial_limit counts as initial_limit from that
  * moment (admit, enqueue and stats see it at once; the next settlement
- * writes it back and starts a fresh window). An incident's clamp does not
- * outlive the incident's evidence, without any timer.
+ * writes it back and starts a fresh window): no timer.
  *
  * Waiting (for blocking executors; the core never waits, ADR-004): after
  * RX_QUEUE a caller takes a place with rx_limiter_enqueue and polls
@@ -118,9 +119,9 @@
  * arrival order (see rx_limiter_try_dequeue for the one approximation),
  * and newcomers do not overtake waiters (the admission rule above).
  *
- * Time: now_ns is monotonic; a now_ns earlier than the latest one seen
- * counts as no time passing (ADR-005). Arithmetic saturates. Nothing here
- * allocates, reads a clock, or blocks; every function is O(1).
+ * Time: now_ns is monotonic; an earlier one counts as no time passing
+ * (ADR-005). Arithmetic saturates. Nothing allocates, reads a clock, or
+ * blocks; every function is O(1).
  * Thread safety: none; callers serialise per limiter (the shim holds the
  * key's lock around each call, never across a wait).
  */
@@ -240,9 +241,8 @@ struct rx_limiter_stats {
 	uint64_t wait_cancelled;   /* places given up by cancel_wait */
 	uint64_t probes;	   /* probe windows completed */
 	uint64_t baseline_resets;  /* baselines re-measured */
-	uint64_t relaxations, engagements; /* stale limits raised to initial;
-					      learning ended on evidence */
-	bool learning;		   /* no evidence of a queue: admitting all */
+	uint64_t relaxations, engagements; /* stale raised; learning ended */
+	bool learning; /* no evidence of a queue: admitting all */
 };
 
 /*
@@ -270,8 +270,8 @@ struct rx_limiter {
 	uint64_t last_now_ns;	   /* latest time seen by settle */
 	uint64_t last_evidence_ns; /* last sample or drop settled */
 	/* The signal. */
-	double p90_us;		   /* last closed window's quantile */
-	double baseline_us;	   /* 0 = unknown */
+	double p90_us;			     /* last closed window's quantile */
+	double baseline_us, baseline_med_us; /* 0 = unknown; its median */
 	uint32_t baseline_windows; /* gradient2 warm-up count, up to 10 */
 	uint32_t probe_count;	   /* windows since the last probe */
 	double probe_jitter;	   /* [0.5, 1) */
@@ -279,10 +279,10 @@ struct rx_limiter {
 	bool probed;		   /* a probe has completed since init */
 	bool learning;		   /* cfg.learn_first, until evidence */
 	bool window_bound;	   /* a call waited or was refused (window) */
-	uint32_t evidence_windows, baseline_peak; /* ADR-380 */
-	uint64_t probe_start_ns;   /* when the probe started */
-	double probe_ref_us;	   /* quantile of the window before it */
-	uint32_t probe_ref_peak;   /* and its peak in flight */
+	uint32_t evidence_windows, baseline_peak, window_drops, prev_samples;
+	uint64_t probe_start_ns; /* when the probe started */
+	double probe_ref_us, walk_peak, walk_med_us; /* see limiter.c */
+	uint32_t probe_ref_peak; /* peak in flight before the probe */
 	/* Counters. */
 	uint64_t updates, drops, drop_decreases;
 	uint64_t shed_nonblocking, shed_band, shed_full;

@@ -128,6 +128,8 @@ struct sim {
 	uint64_t now_ns;
 	double capacity;
 	double slowdown; /* service time multiplier, 1 = healthy */
+	bool bimodal;	 /* 80 % of calls 1 ms, 20 % U[30, 80) ms, no queue */
+	uint32_t fail_next; /* settle this many next calls as RX_OVERLOAD */
 	uint32_t n_clients;
 	struct client clients[SIM_MAX_CLIENTS];
 	struct event heap[SIM_MAX_CLIENTS];
@@ -193,6 +195,10 @@ static void start_call(struct sim *s, uint32_t id)
 	double jitter = 0.9 + 0.2 * rx_rng_unit(&s->rng);
 	double lat =
 	    SIM_SERVICE_US * s->slowdown * jitter * (load > 1.0 ? load : 1.0);
+
+	if (s->bimodal)
+		lat = jitter < 1.06 ? 1000.0
+				    : 30000.0 + 50000.0 * rx_rng_unit(&s->rng);
 
 	if (s->lim.in_flight > s->max_in_flight)
 		s->max_in_flight = s->lim.in_flight;
@@ -284,7 +290,12 @@ static uint64_t sim_run(struct sim *s, uint64_t until_ns,
 		struct client *c = &s->clients[e.client];
 		s->now_ns = e.t_ns;
 		if (c->state == C_IN_FLIGHT) {
-			settle(&s->lim, &c->ticket, RX_SUCCESS, c->latency_us,
+			enum rx_verdict v = RX_SUCCESS;
+			if (s->fail_next > 0) {
+				s->fail_next--;
+				v = RX_OVERLOAD;
+			}
+			settle(&s->lim, &c->ticket, v, c->latency_us,
 			       s->now_ns);
 			s->samples++;
 			uint32_t lim = limit_of(&s->lim, s->now_ns);
@@ -1698,6 +1709,105 @@ static void test_sim_defaults_find_capacity(void)
 	printf("\n    ");
 }
 
+/* What the bimodal fault run saw (test_sim_bimodal_error_recovers). */
+struct fault_run {
+	uint64_t answers, refusals, windows_back; /* back: to L >= 64 */
+	uint32_t limit, min_limit;
+	bool learning;
+};
+
+/*
+ * The bimodal upstream of test_bimodal_upstream_is_not_evidence, at the
+ * defaults: one blocking caller for 2 s, then 64 for 10 s, the first
+ * @errors of their calls answered RX_OVERLOAD (a 503).
+ */
+static struct fault_run bimodal_fault(enum rx_limiter_algorithm a,
+				      uint32_t errors)
+{
+	struct rx_limiter_config c;
+	struct fault_run r = {0, 0, UINT64_MAX, 0, UINT32_MAX, false};
+
+	sim_init(&sim, a, 1e9, 1, 5);
+	rx_limiter_config_default(&c);
+	c.algorithm = a;
+	init_limiter(&sim.lim, &c);
+	sim.bimodal = true;
+	sim_run(&sim, sec(2), 0);
+	for (uint32_t i = 1; i < 64; i++) {
+		sim.clients[i].state = C_IDLE;
+		heap_push(&sim, sim.now_ns + (uint64_t)i * 100 * NS_PER_US, i);
+	}
+	sim.n_clients = 64;
+	sim.fail_next = errors;
+
+	uint64_t shed0 =
+	    sim.lim.shed_nonblocking + sim.lim.shed_band + sim.lim.shed_full;
+	uint64_t end = sim.now_ns + sec(10), w0 = sim.lim.updates;
+	while (sim.now_ns < end) {
+		/* In steps of 10 ms, to see the limit window by window. */
+		r.answers += sim_run(&sim, sim.now_ns + 10 * RX_NS_PER_MS, 0);
+		uint32_t lim = limit_of(&sim.lim, sim.now_ns);
+		if (lim < r.min_limit)
+			r.min_limit = lim;
+		if (lim >= 64 && r.windows_back == UINT64_MAX)
+			r.windows_back = sim.lim.updates - w0;
+		if (lim < 64)
+			r.windows_back = UINT64_MAX;
+	}
+	r.refusals = sim.lim.shed_nonblocking + sim.lim.shed_band +
+		     sim.lim.shed_full - shed0;
+	r.limit = limit_of(&sim.lim, sim.now_ns);
+	r.learning = sim.lim.learning;
+	return r;
+}
+
+/*
+ * The fault ADR-573 fixes: a healthy bimodal upstream, one 503 as the 64
+ * callers start. The drop ended the learning period, the limit (18)
+ * bound the 64 callers, and Vegas, comparing each window's p90 (about 60
+ * ms) with a baseline from a lucky window (a few ms), walked down to its
+ * minimum; it never returned to learning, since with 64 callers some
+ * always waited. Now one overload among many answers is no evidence:
+ * nobody is refused and the learning period goes on. Drops that are
+ * evidence (20 503s in a row) bind the limit, and it climbs back above 64
+ * within a bounded number of windows, the limiter learning again: the
+ * median, which a queue would raise, shows none (Vegas measured 12
+ * windows and 388 refusals; before, it stayed at 4 with 24,403).
+ */
+static void test_sim_bimodal_error_recovers(void)
+{
+	static const uint64_t bound[N_ALGORITHMS] = {20, 100, 60};
+
+	for (int a = 0; a < N_ALGORITHMS; a++) {
+		for (uint32_t errors = 1; errors <= 20; errors += 19) {
+			struct fault_run r =
+			    bimodal_fault(all_algorithms[a], errors);
+			printf("\n    %-9s %2u 503s: %llu answers, %llu "
+			       "refusals, limit %u (min %u), back >= 64 "
+			       "after %lld windows, learning %d",
+			       rx_limiter_algorithm_name(all_algorithms[a]),
+			       errors, (unsigned long long)r.answers,
+			       (unsigned long long)r.refusals, r.limit,
+			       r.min_limit,
+			       r.windows_back == UINT64_MAX
+				   ? -1LL
+				   : (long long)r.windows_back,
+			       r.learning);
+			if (errors == 1) {
+				CU_ASSERT_EQUAL(r.refusals, 0);
+				CU_ASSERT_EQUAL(sim.lim.engagements, 0);
+			}
+			/* Measured: Vegas 12 windows, AIMD (one more a
+			 * window) 51, gradient2 69. */
+			CU_ASSERT(r.windows_back <= bound[a]);
+			CU_ASSERT(r.limit >= 64);
+			CU_ASSERT(r.refusals <= 3000);
+			CU_ASSERT_TRUE(r.learning);
+		}
+	}
+	printf("\n    ");
+}
+
 static const struct rx_test tests[] = {
     {"learning admits the first burst", test_learning_admits_first_burst},
     {"learning ends on overload", test_learning_ends_on_overload},
@@ -1739,6 +1849,7 @@ static const struct rx_test tests[] = {
     {"learning probe refuses nobody", test_learning_probe_refuses_nobody},
     {"stale limit returns to learning", test_stale_returns_to_learning},
     {"sim: defaults find capacity", test_sim_defaults_find_capacity},
+    {"sim: bimodal upstream, one 503", test_sim_bimodal_error_recovers},
     {NULL, NULL},
 };
 
