@@ -226,27 +226,34 @@ static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 
 /*
  * rx__key_settle_fast - rx__key_settle_call with rx__ka_on: no deadline
- * to claim, no hook - settle()'s common case (admit.c), inline, with the
- * shared segment's hold row kept as settle() keeps it. Preserves errno.
+ * to claim, no hook - settle()'s common case (admit.c), inline, through
+ * rx_guard_settle_fast first, with the shared segment's hold row kept as
+ * settle() keeps it. Preserves errno.
  */
 static inline void rx__key_settle_fast(struct rx_guard *g,
 				       const struct rx_gate_permit *permit,
 				       enum rx_verdict v, uint64_t start_ns,
 				       uint64_t end_ns, uint64_t now)
 {
-	struct rx_observation obs;
 	struct rx_lock *l = rx__key_lock(g);
+	uint64_t latency_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
 	struct rx_shm_mark m;
 	uint32_t waiters;
 
-	obs.verdict = v;
-	obs.latency_us =
-	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
-	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, rx__key_slot(l));
-	rx_guard_settle(g, permit, &obs);
+	/* A success that moves no count: the core's fast settlement, which
+	 * changes nothing when its case does not hold (ADR-532). */
+	if (!__builtin_expect(v == RX_SUCCESS &&
+				  rx_guard_settle_fast(g, permit, latency_us,
+						       now),
+			      1)) {
+		struct rx_observation obs = {v, latency_us, now};
+
+		rx_guard_settle(g, permit, &obs);
+	}
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);

@@ -207,7 +207,7 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 {
 	uint64_t slow_ns = rx__cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
 	enum rx_verdict v = o->evidence;
-	bool connected = false, late;
+	bool connected = false, late, adverse = false;
 
 	out->stale = false;
 	switch (o->cause) {
@@ -217,11 +217,14 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 			       : "first-byte";
 		connected = true;
 		/* A reply queued before the request was written is not its
-		 * answer (ADR-364): no evidence, like an idle close. */
-		if (o->requested && rx__adverse(v, start_ns, end_ns) &&
+		 * answer (ADR-364): no evidence, like an idle close. The
+		 * adverse test is asked once, for this and the fd's (below). */
+		adverse = rx__adverse(v, start_ns, end_ns);
+		if (o->requested && adverse &&
 		    rx__reply_predates(fd, start_ns, now)) {
 			v = RX_REJECTED;
 			out->at = "stale-reply";
+			adverse = false;
 		}
 		break;
 	case CAUSE_ERROR:
@@ -231,10 +234,12 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 			v = RX_REJECTED;
 			out->at = "stale-connection";
 		}
+		adverse = rx__adverse(v, start_ns, end_ns);
 		break;
 	case CAUSE_OVERDUE:
 		(void)rx__past_deadline(start_ns, now, &v);
 		out->at = v == RX_TIMEOUT ? "deadline" : "expired";
+		adverse = rx__adverse(v, start_ns, now);
 		break;
 	case CAUSE_CLOSE:
 	default:
@@ -266,10 +271,8 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		out->at = "close";
 		break;
 	}
-	if (o->cause != CAUSE_CLOSE &&
-	    rx__adverse(v, start_ns,
-			o->cause == CAUSE_OVERDUE ? now : end_ns) &&
-	    !rx__fd_still_ours(fd, e)) {
+	/* A close is never adverse here: its timeout asked above. */
+	if (adverse && !rx__fd_still_ours(fd, e)) {
 		/* Not the upstream's socket any more: bytes or an error of
 		 * whatever now has the number (ADR-190). */
 		v = RX_REJECTED;

@@ -36,6 +36,7 @@
 #include "keepalive.h"
 #include "protocols.h"
 #include "runtime.h"
+#include "verdict-inl.h"
 
 #define KA_LIKELY(x) __builtin_expect(!!(x), 1)
 
@@ -359,7 +360,7 @@ ssize_t rx__ka_recv(enum rx_ka_how how, int fd, struct rx_fd *e,
 	end_ns = e->first_byte_ns;
 	atomic_store_explicit(&e->phase, RX_FD_IDLE, memory_order_release);
 	rx__unlock(l);
-	o.evidence = rx_verdict_from_http(status);
+	o.evidence = rx__verdict_from_http(status);
 	rx__judge(fd, e, &o, start_ns, end_ns, false, now, &vs);
 	rx__key_settle_fast(g, &permit, vs.call, start_ns, end_ns, now);
 	if (vs.stale)

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 
 #include "base.h"
+#include "thread.h"
 
 struct rx_lock {
 	atomic_int held; /* 0 free; else the holder's rx__lock_tag */
@@ -28,9 +29,9 @@ struct rx_lock {
  * signal handler that interrupted a critical section must not let this
  * thread take them again (ADR-226). Counted before the lock is taken and
  * after it is released (signal fences keep the order on this thread), so
- * no instant of holding goes uncounted. Zeroed in a forked child. Defined
- * in runtime.c, with the shim's other per-thread state. */
-extern RX_TLS int rx__locks_held;
+ * no instant of holding goes uncounted. Zeroed in a forked child. Part of
+ * the per-thread block (thread.h), with the shim's other flags. */
+#define rx__locks_held (rx__thread.locks_held)
 
 /*
  * What a held lock's word says: 1, or - with RESILIX_SHARED, whose locks

@@ -15,12 +15,9 @@
 
 #include "runtime.h"
 
-RX_TLS int rx__inside;
-RX_TLS int rx__locks_held;
-RX_TLS int rx__curl_active;
+RX_TLS struct rx_thread rx__thread; /* thread.h, ADR-533 */
 int rx__lock_tag = 1;
 bool (*rx__lock_stall)(struct rx_lock *l, int tag);
-RX_TLS int rx__tls_mode;
 RX_TLS int rx__tls_seen_fd;
 
 atomic_int rx__init_state = RX_INIT_NONE;

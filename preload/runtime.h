@@ -42,12 +42,12 @@
 /* ---- the per-thread flags ------------------------------------------- */
 
 /* The per-thread "inside the shim" flag. */
-extern RX_TLS int rx__inside;
+#define rx__inside (rx__thread.inside)
 
 /* Set on a thread while it runs libcurl's curl_easy_perform for a transfer
  * the curl layer attributes: the socket layer then passes that thread's
  * connects and new requests through (ADR-152). Set by curl.c. */
-extern RX_TLS int rx__curl_active;
+#define rx__curl_active (rx__thread.curl_active)
 
 /*
  * The TLS layer on this thread (tls.c, ADR-440). RX_TLS_WATCH while it
@@ -58,7 +58,7 @@ extern RX_TLS int rx__curl_active;
  * call state machine plaintext. 0 otherwise.
  */
 enum rx_tls_mode { RX_TLS_NONE = 0, RX_TLS_WATCH, RX_TLS_PLAIN };
-extern RX_TLS int rx__tls_mode;
+#define rx__tls_mode (rx__thread.tls_mode)
 extern RX_TLS int rx__tls_seen_fd;
 
 /*

@@ -16,4 +16,26 @@ static inline bool rx__verdict_is_failure(enum rx_verdict v)
 	return v == RX_TRANSIENT || v == RX_TIMEOUT;
 }
 
+/* rx_verdict_from_http, inline for the kept-alive reply's fast path
+ * (keepalive.c, ADR-534). */
+static inline enum rx_verdict rx__verdict_from_http(int status)
+{
+	if (status >= 200 && status <= 399)
+		return RX_SUCCESS;
+	switch (status) {
+	case 408:
+	case 504:
+		return RX_TIMEOUT;
+	case 429:
+	case 503:
+		return RX_OVERLOAD;
+	default:
+		break;
+	}
+	if (status >= 400 && status <= 499)
+		return RX_ANSWERED;
+	/* 5xx other than the above, 1xx, and anything out of range. */
+	return RX_TRANSIENT;
+}
+
 #endif

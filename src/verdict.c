@@ -48,24 +48,10 @@ const char *rx_reason_name(enum rx_reason r)
 	return names[r];
 }
 
+/* The body is in verdict-inl.h, where the shim's fast path inlines it. */
 enum rx_verdict rx_verdict_from_http(int status)
 {
-	if (status >= 200 && status <= 399)
-		return RX_SUCCESS;
-	switch (status) {
-	case 408:
-	case 504:
-		return RX_TIMEOUT;
-	case 429:
-	case 503:
-		return RX_OVERLOAD;
-	default:
-		break;
-	}
-	if (status >= 400 && status <= 499)
-		return RX_ANSWERED;
-	/* 5xx other than the above, 1xx, and anything out of range. */
-	return RX_TRANSIENT;
+	return rx__verdict_from_http(status);
 }
 
 enum rx_verdict rx_verdict_from_errno(int err, enum rx_phase phase)

@@ -177,6 +177,21 @@ bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
                          struct rx_gate_permit *permit);
 
 /*
+ * rx_guard_settle_fast - rx_guard_settle for the common case only: a
+ * permit of rx_guard_admit_fast's two tickets settled as RX_SUCCESS,
+ * @latency_us µs long (not slow), at @now_ns, on a closed breaker whose
+ * full window's oldest slot is a young success below the cut-offs, and a
+ * limiter whose window is open, fresh, not probing and not due to close.
+ * Then it settles exactly as rx_guard_settle would with that observation
+ * and returns true; otherwise it changes nothing and returns false, and
+ * the caller asks rx_guard_settle (ADR-532). Not thread-safe: callers
+ * serialise per guard. O(1), no allocation.
+ */
+bool rx_guard_settle_fast(struct rx_guard *g,
+                          const struct rx_gate_permit *permit,
+                          uint64_t latency_us, uint64_t now_ns);
+
+/*
  * rx_guard_enqueue - take a place in the limiter's wait queue after
  * rx_guard_admit said RX_QUEUE (under the same lock hold).
  * Returns RX_OK and *@wait_ticket, or RX_ENOSPC when the backlog already

@@ -11,7 +11,7 @@
  * in the earlier ones, and a waiter's look keeps its place while the rate
  * limiter has no token (ADR-461). The fast admission of the common case
  * admits exactly as the guard does and leaves anything else untouched
- * (ADR-531).
+ * (ADR-531), and so does the fast settlement of a success (ADR-532).
  * Deterministic: injected time, no sleeping.
  */
 #include <string.h>
@@ -530,6 +530,103 @@ static void test_admit_fast(void)
 	CU_ASSERT_EQUAL(a.in_flight, 0);
 }
 
+/* A guard and its window's slots side by side, so that a copy of the
+ * pair is a whole guard (the window finds its slots by offset). */
+struct twin {
+	struct rx_guard g;
+	struct rx_window_slot s[12];
+};
+
+static struct twin master, fast, slow;
+
+/* One configuration of the random walk below, from @r. */
+static void walk_config(struct rx_guard_config *c, struct rx_rng *r)
+{
+	rx_guard_config_default(c);
+	c->breaker.window_calls = 4 + (uint32_t)(rx_rng_next(r) % 9);
+	c->breaker.min_calls = 2 + (uint32_t)(rx_rng_next(r) % 8);
+	c->breaker.window_max_age_ms = rx_rng_next(r) % 2 ? 0 : 40;
+	c->breaker.slow_call_ms = rx_rng_next(r) % 2 ? 0 : 3;
+	c->breaker.consecutive_backstop = (uint32_t)(rx_rng_next(r) % 4);
+	c->breaker.open_ms = 20;
+	c->limiter.window_min_samples = 2 + (uint32_t)(rx_rng_next(r) % 6);
+	c->limiter.window_min_ms = 5;
+	c->limiter.stale_ms = 60;
+	c->limiter.learn_first = rx_rng_next(r) % 2;
+	c->limiter.min_limit = 1;
+	c->limiter.initial_limit = 3;
+	c->limiter.max_limit = 6;
+}
+
+/* rx_guard_settle_fast settles exactly as rx_guard_settle does wherever
+ * it says it did, and changes nothing where it says it did not: random
+ * walks of admissions and settlements - successes, failures, slow calls,
+ * time that jumps and time that goes back - compared after every
+ * success, byte for byte (ADR-532). */
+static void test_settle_fast(void)
+{
+	struct rx_gate_permit held[4];
+	struct rx_guard_config c;
+	struct rx_refusal why;
+	struct rx_rng r;
+	unsigned took = 0, declined = 0, run, step;
+
+	rx_rng_seed(&r, 532);
+	for (run = 0; run < 200; run++) {
+		uint64_t t = 10 * MS;
+		unsigned n = 0;
+
+		walk_config(&c, &r);
+		memset(&master, 0, sizeof(master));
+		CU_ASSERT_EQUAL_FATAL(rx_guard_init(&master.g, &c, master.s, 0),
+				      RX_OK);
+		for (step = 0; step < 400; step++) {
+			uint64_t x = rx_rng_next(&r);
+			struct rx_admit_ctx ctx = {.now_ns = t, .rng = &r};
+
+			t += x % 8 == 0 ? (x >> 8) % (80 * MS)
+					: (x >> 8) % (2 * MS);
+			if (x % 16 == 1 && t > MS)
+				t -= MS; /* a clock read that went back */
+			if (n < 4 && (n == 0 || x % 3 != 0)) {
+				ctx.now_ns = t;
+				if (rx_guard_admit(&master.g, &ctx, &held[n],
+						   &why) == RX_ADMIT)
+					n++;
+				continue;
+			}
+			unsigned k = (unsigned)((x >> 4) % n);
+			struct rx_gate_permit p = held[k];
+			uint64_t lat = (x >> 16) % 8 == 0 ? 4000 : (x >> 20) % 900;
+			enum rx_verdict v = (x >> 24) % 6 == 0 ? RX_TRANSIENT
+							      : RX_SUCCESS;
+			struct rx_observation obs = {v, lat, t};
+
+			held[k] = held[--n];
+			if (v != RX_SUCCESS) {
+				rx_guard_settle(&master.g, &p, &obs);
+				continue;
+			}
+			memcpy(&fast, &master, sizeof(master));
+			memcpy(&slow, &master, sizeof(master));
+			rx_guard_settle(&slow.g, &p, &obs);
+			if (rx_guard_settle_fast(&fast.g, &p, lat, t)) {
+				took++;
+				CU_ASSERT_EQUAL(
+				    memcmp(&fast, &slow, sizeof(fast)), 0);
+			} else {
+				declined++;
+				CU_ASSERT_EQUAL(
+				    memcmp(&fast, &master, sizeof(fast)), 0);
+			}
+			memcpy(&master, &slow, sizeof(master));
+		}
+	}
+	/* Both halves were exercised. */
+	CU_ASSERT_TRUE(took > 1000);
+	CU_ASSERT_TRUE(declined > 1000);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -551,6 +648,8 @@ int main(void)
 	     test_throttled_takes_nothing},
 	    {"the fast admission is the common case's admission",
 	     test_admit_fast},
+	    {"the fast settlement is the common case's settlement",
+	     test_settle_fast},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("guard", tests);
