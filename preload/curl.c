@@ -708,9 +708,12 @@ static __attribute__((noinline)) int setopt_learn(void *h, int option,
 	struct rx_curl_handle *st;
 	int rc;
 
-	bind_real();
-	if (!real.setopt)
-		return RX_CURLE_FAILED_INIT;
+	/* @bound implies real.setopt. */
+	if (!atomic_load_explicit(&bound, memory_order_acquire)) {
+		bind_real();
+		if (!real.setopt)
+			return RX_CURLE_FAILED_INIT;
+	}
 #if RX_CURL_ARG_IN_REGISTER
 	/* One eightbyte in one register, whatever the type (ADR-560). */
 	rc = real.setopt(h, option, (uintptr_t)a.l);
