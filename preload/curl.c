@@ -217,29 +217,38 @@ static void bind_real(void)
 	X(RX_CURLOPT_CONNECT_ONLY, a)
 
 /*
- * A filter of those options, a bit per (option mod 512), computed by the
+ * A filter of those options, a bit per (option mod 1024), computed by the
  * compiler: most of the dozens of options a transfer sets (the tool curl
  * sets about eighty) miss it and are forwarded with a tail call, without
  * a lookup of the handle (ADR-560). A hit is checked exactly
- * (interesting()).
+ * (interesting()). 1024 bits, not 512: at 512 the tool curl's
+ * CURLOPT_READFUNCTION (20012) and CURLOPT_NOPROGRESS (43) shared bits
+ * with options the layer reads, and went out of line every transfer
+ * (ADR-565).
  */
+#define FILTER_BITS 1024
+#define FILTER_WORDS (FILTER_BITS / 64)
 #define FILTER_BIT(o, w)                                                       \
-	| ((((o) & 511) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
+	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
 #define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
 #define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
-static _Atomic uint64_t learnt_filter[8] = {
-    FILTER_WORD(0), FILTER_WORD(1), FILTER_WORD(2), FILTER_WORD(3),
-    FILTER_WORD(4), FILTER_WORD(5), FILTER_WORD(6), FILTER_WORD(7)};
+static _Atomic uint64_t learnt_filter[FILTER_WORDS] = {
+    FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
+    FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
+    FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
+    FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
 /* The filter without the retry's options, for a process that neither
  * retries nor hedges: nothing reads what they teach (ADR-564). */
-static const uint64_t layer_filter[8] = {
-    LAYER_WORD(0), LAYER_WORD(1), LAYER_WORD(2), LAYER_WORD(3),
-    LAYER_WORD(4), LAYER_WORD(5), LAYER_WORD(6), LAYER_WORD(7)};
+static const uint64_t layer_filter[FILTER_WORDS] = {
+    LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
+    LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
+    LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
+    LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
 static atomic_bool filter_final; /* learnt_filter is what stays */
 
 static bool maybe_learnt(int option)
 {
-	unsigned b = (unsigned)option & 511;
+	unsigned b = (unsigned)option & (FILTER_BITS - 1);
 
 	return (atomic_load_explicit(&learnt_filter[b >> 6],
 				     memory_order_relaxed) >>
@@ -257,7 +266,7 @@ static __attribute__((noinline)) void filter_settle(void)
 	size_t i;
 
 	if (!rx__retry_on() && !rx__cfg.hedge)
-		for (i = 0; i < 8; i++)
+		for (i = 0; i < FILTER_WORDS; i++)
 			atomic_store_explicit(&learnt_filter[i],
 					      layer_filter[i],
 					      memory_order_relaxed);
