@@ -193,6 +193,9 @@ static void bind_real(void)
 
 /* The options learn() records: the layer's own, then the retry's. */
 #define LEARNT_OPTIONS(X, a)                                                   \
+	LAYER_OPTIONS(X, a)                                                    \
+	RX_CURL_CB_OPTIONS(X, a)
+#define LAYER_OPTIONS(X, a)                                                    \
 	X(RX_CURLOPT_PORT, a)                                                  \
 	X(RX_CURLOPT_NOBODY, a)                                                \
 	X(RX_CURLOPT_UPLOAD, a)                                                \
@@ -211,28 +214,63 @@ static void bind_real(void)
 	X(RX_CURLOPT_CURLU, a)                                                 \
 	X(RX_CURLOPT_UNIX_SOCKET_PATH, a)                                      \
 	X(RX_CURLOPT_ABSTRACT_UNIX_SOCKET, a)                                  \
-	X(RX_CURLOPT_CONNECT_ONLY, a)                                          \
-	RX_CURL_CB_OPTIONS(X, a)
+	X(RX_CURLOPT_CONNECT_ONLY, a)
 
 /*
- * A filter of those options, a bit per (option mod 512), computed by the
+ * A filter of those options, a bit per (option mod 1024), computed by the
  * compiler: most of the dozens of options a transfer sets (the tool curl
  * sets about eighty) miss it and are forwarded with a tail call, without
  * a lookup of the handle (ADR-560). A hit is checked exactly
- * (interesting()).
+ * (interesting()). 1024 bits, not 512: at 512 the tool curl's
+ * CURLOPT_READFUNCTION (20012) and CURLOPT_NOPROGRESS (43) shared bits
+ * with options the layer reads, and went out of line every transfer
+ * (ADR-565).
  */
+#define FILTER_BITS 1024
+#define FILTER_WORDS (FILTER_BITS / 64)
 #define FILTER_BIT(o, w)                                                       \
-	| ((((o) & 511) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
+	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
 #define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
-static const uint64_t learnt_filter[8] = {
-    FILTER_WORD(0), FILTER_WORD(1), FILTER_WORD(2), FILTER_WORD(3),
-    FILTER_WORD(4), FILTER_WORD(5), FILTER_WORD(6), FILTER_WORD(7)};
+#define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
+static _Atomic uint64_t learnt_filter[FILTER_WORDS] = {
+    FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
+    FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
+    FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
+    FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
+/* The filter without the retry's options, for a process that neither
+ * retries nor hedges: nothing reads what they teach (ADR-564). */
+static const uint64_t layer_filter[FILTER_WORDS] = {
+    LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
+    LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
+    LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
+    LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
+static atomic_bool filter_final; /* learnt_filter is what stays */
 
 static bool maybe_learnt(int option)
 {
-	unsigned b = (unsigned)option & 511;
+	unsigned b = (unsigned)option & (FILTER_BITS - 1);
 
-	return (learnt_filter[b >> 6] >> (b & 63)) & 1;
+	return (atomic_load_explicit(&learnt_filter[b >> 6],
+				     memory_order_relaxed) >>
+		(b & 63)) &
+	       1;
+}
+
+/* Once the configuration is in force (the shim ready), narrow the filter
+ * to the layer's own options when the retry's callbacks and bound are
+ * never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
+ * the process's life. Another thread reads either filter, a superset of
+ * what it must see either way: every hit is checked exactly. */
+static __attribute__((noinline)) void filter_settle(void)
+{
+	size_t i;
+
+	if (!rx__retry_on() && !rx__cfg.hedge)
+		for (i = 0; i < FILTER_WORDS; i++)
+			atomic_store_explicit(&learnt_filter[i],
+					      layer_filter[i],
+					      memory_order_relaxed);
+	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
 }
 
 static bool interesting(int option)
@@ -256,14 +294,78 @@ static void copy_str(char *dst, size_t size, const char *s)
 	dst[n] = '\0';
 }
 
+/*
+ * The URL memo (ADR-563): the last URL this thread parsed, as a copy of
+ * its bytes (when shorter than MEMO_URL_MAX) and the parse's result. The
+ * tool curl gives each URL of its command line a new handle, and a
+ * program calling one service sets the same URL again and again: a URL
+ * equal to the memo's, under the same default scheme, takes the parts
+ * already parsed - a compare and a copy - where a parse reads each byte
+ * a few times. The generation, unique in the process (handles move
+ * between threads), tells the key memo which parts it was built from.
+ * Per thread, so no lock; written with rx__inside set, so a signal
+ * handler's curl call does not learn into it halfway.
+ */
+#define MEMO_URL_MAX 256
+static RX_TLS struct url_memo {
+	uint64_t gen; /* 0: empty */
+	size_t len;   /* of url */
+	bool ok;      /* what the parse returned */
+	char url[MEMO_URL_MAX];
+	char default_scheme[16];
+	struct rx_curl_url parsed;
+} url_memo;
+static atomic_uint_fast64_t memo_gens;
+
+/* CURLOPT_URL: @p (NULL: unset) parsed into @st, or taken from the memo. */
+static void learn_url(struct rx_curl_handle *st, const char *p)
+{
+	struct url_memo *m = &url_memo;
+	size_t n;
+
+	st->url_gen = 0;
+	if (!p) {
+		st->url_ok = false;
+		return;
+	}
+	n = strnlen(p, MEMO_URL_MAX);
+	if (n < MEMO_URL_MAX && m->gen && n == m->len &&
+	    memcmp(p, m->url, n) == 0 &&
+	    st->default_scheme[0] == m->default_scheme[0] &&
+	    (!st->default_scheme[0] ||
+	     strcmp(st->default_scheme, m->default_scheme) == 0)) {
+		st->url_ok = m->ok;
+		if (m->ok) {
+			st->url = m->parsed;
+			st->url_gen = m->gen;
+		}
+		return;
+	}
+	st->url_ok = rx__curl_parse_url(p, st->default_scheme, &st->url);
+	if (n >= MEMO_URL_MAX)
+		return;
+	m->gen = 0;
+	memcpy(m->url, p, n);
+	m->len = n;
+	memcpy(m->default_scheme, st->default_scheme,
+	       sizeof(m->default_scheme));
+	m->ok = st->url_ok;
+	if (st->url_ok)
+		m->parsed = st->url;
+	m->gen = atomic_fetch_add_explicit(&memo_gens, 1,
+					   memory_order_relaxed) +
+		 1;
+	if (st->url_ok)
+		st->url_gen = m->gen;
+}
+
 /* Record an option libcurl accepted, as libcurl's setopt.c and
- * Curl_http_method read it. */
+ * Curl_http_method read it. Sets no errno (no call in here can). */
 static void learn(struct rx_curl_handle *st, int option, long l, void *p)
 {
 	switch (option) {
 	case RX_CURLOPT_URL:
-		st->url_ok =
-		    p && rx__curl_parse_url(p, st->default_scheme, &st->url);
+		learn_url(st, p);
 		break;
 	case RX_CURLOPT_CURLU:
 		st->curlu = p != NULL;
@@ -302,6 +404,7 @@ static void learn(struct rx_curl_handle *st, int option, long l, void *p)
 		if (st->url_ok && !st->url.scheme_given &&
 		    st->default_scheme[0] &&
 		    rx__curl_default_port(st->default_scheme, &port)) {
+			st->url_gen = 0; /* no longer the memo's parts */
 			copy_str(st->url.scheme, sizeof(st->url.scheme),
 				 st->default_scheme);
 			if (!st->url.port_given)
@@ -502,6 +605,62 @@ static bool is_http(const struct rx_curl_handle *st)
 	       strcmp(st->url.scheme, "https") == 0;
 }
 
+/*
+ * The key memo (ADR-563): what the last perform on this thread derived
+ * from its URL's parts and port - the filters' verdict, the key, whether
+ * it is http(s) - for a handle whose parts came from the same URL memo
+ * generation. Not with RESILIX_CURL_KEY=endpoint, whose key holds the
+ * method and path too. The configuration is fixed once the shim is
+ * ready, so nothing else can change these.
+ */
+static RX_TLS struct key_memo {
+	uint64_t url_gen; /* 0: empty */
+	uint16_t port;	  /* port_of() it was built for */
+	bool guard;	  /* filters_let_guard() */
+	bool http;	  /* is_http() */
+	size_t klen;
+	char key[RX_KEY_MAX + 1];
+} key_memo;
+
+/* What perform needs of @st's destination: false when the filters leave
+ * it to the socket layer; else the key in @key (RX_KEY_MAX + 1 bytes),
+ * its length in *@klen and is_http() in *@http. */
+static bool destination(const struct rx_curl_handle *st, char *key,
+			size_t *klen, bool *http)
+{
+	struct key_memo *m = &key_memo;
+	bool memo = st->url_gen != 0 &&
+		    rx__config()->curl_key != RX_CURL_KEY_ENDPOINT;
+
+	if (memo && m->url_gen == st->url_gen && m->port == port_of(st)) {
+		if (!m->guard)
+			return false;
+		memcpy(key, m->key, m->klen + 1);
+		*klen = m->klen;
+		*http = m->http;
+		return true;
+	}
+	if (!filters_let_guard(st)) {
+		if (memo) {
+			m->url_gen = st->url_gen;
+			m->port = port_of(st);
+			m->guard = false;
+		}
+		return false;
+	}
+	*klen = make_key(st, key, RX_KEY_MAX + 1);
+	*http = is_http(st);
+	if (memo) {
+		m->url_gen = st->url_gen;
+		m->port = port_of(st);
+		m->guard = true;
+		m->http = *http;
+		memcpy(m->key, key, *klen + 1);
+		m->klen = *klen;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------------------
  * The wrappers.
  * ---------------------------------------------------------------------- */
@@ -558,21 +717,32 @@ static __attribute__((noinline)) int setopt_learn(void *h, int option,
 	struct rx_curl_handle *st;
 	int rc;
 
-	bind_real();
-	if (!real.setopt)
-		return RX_CURLE_FAILED_INIT;
+	/* @bound implies real.setopt. */
+	if (!atomic_load_explicit(&bound, memory_order_acquire)) {
+		bind_real();
+		if (!real.setopt)
+			return RX_CURLE_FAILED_INIT;
+	}
+#if RX_CURL_ARG_IN_REGISTER
+	/* One eightbyte in one register, whatever the type (ADR-560). */
+	rc = real.setopt(h, option, (uintptr_t)a.l);
+#else
 	rc = forward(real.setopt, h, option, a);
+#endif
 
 	if (rc != RX_CURLE_OK || !interesting(option) || !rx__curl_guarding())
 		return rc;
+	if (!atomic_load_explicit(&filter_final, memory_order_relaxed))
+		filter_settle();
 	st = rx__curl_find(h);
 	if (st) {
-		int saved = errno;
-
+		/* learn() sets no errno: nothing to save. rx__inside keeps a
+		 * signal handler's curl call out of the URL memo meanwhile. */
+		rx__inside = 1;
 		learn(st, option,
 		      option < RX_CURLOPTTYPE_OBJECTPOINT ? a.l : 0,
 		      option < RX_CURLOPTTYPE_OBJECTPOINT ? NULL : a.p);
-		errno = saved;
+		rx__inside = 0;
 	}
 	return rc;
 }
@@ -726,12 +896,15 @@ RX_EXPORT int curl_easy_perform(void *h)
 	 * perform only connects: the exchange comes later, through
 	 * curl_easy_send/recv, where the socket layer sees it (ADR-366). */
 	if (!st || !st->url_ok || st->curlu || st->unix_socket ||
-	    st->connect_only || !filters_let_guard(st))
+	    st->connect_only)
 		return real.perform(h); /* the socket layer attributes it */
-
 	err = errno;
-	rx__inside = 1;
-	klen = make_key(st, key, sizeof(key));
+	rx__inside = 1; /* the key memo is this thread's */
+	if (!destination(st, key, &klen, &http)) {
+		rx__inside = 0;
+		errno = err;
+		return real.perform(h);
+	}
 	start = rx__now_ns();
 	g = klen ? rx__key_acquire(key, klen, start) : NULL;
 	if (!g) {
@@ -754,9 +927,9 @@ RX_EXPORT int curl_easy_perform(void *h)
 	astart = start;
 	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
 		struct rx_curl_transfer t = {
-		    h, &st->cb, rx__curl_idempotent(method_of(st)), is_http(st),
+		    h, &st->cb, rx__curl_idempotent(method_of(st)), http,
 		    g, key, start, start, 0, real.perform, real.setopt,
-		    real.getinfo, rx__curl_hedgeable(method_of(st), is_http(st)),
+		    real.getinfo, rx__curl_hedgeable(method_of(st), http),
 		    st->errbuf, real.duphandle, real.cleanup, NULL};
 
 		rc = rx__curl_retry_perform(&t);
@@ -778,7 +951,6 @@ RX_EXPORT int curl_easy_perform(void *h)
 				 &ttfb_us) != RX_CURLE_OK)
 			ttfb_us = 0;
 	}
-	http = is_http(st);
 	/* A failed transfer that ends on a 3xx while following redirects
 	 * failed on the way to the next hop: libcurl keeps the last status
 	 * it read, and the hop it was following to never answered. */

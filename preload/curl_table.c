@@ -230,6 +230,7 @@ void rx__curl_state_clear(struct rx_curl_handle *st)
 {
 	rx__curl_hedge_forget(st->handle); /* curl_easy_reset */
 	st->url_ok = false;
+	st->url_gen = 0;
 	st->curlu = false;
 	st->unix_socket = false;
 	st->upload = false;
@@ -283,6 +284,10 @@ struct rx_curl_handle *rx__curl_follow(void *h,
 				RX_CURL_HANDLES);
 		return NULL;
 	}
+	/* The options that follow are this thread's to set, most often:
+	 * their lookups hit without the lock (ADR-561, ADR-563). */
+	rx__curl_last_handle = h;
+	rx__curl_last_state = st;
 	if (from) {
 		/* All but the table's own two fields: st->handle never holds
 		 * another handle's address, even for a moment (rx__curl_find

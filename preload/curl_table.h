@@ -40,6 +40,10 @@ struct rx_curl_handle {
 	char *errbuf;		 /* CURLOPT_ERRORBUFFER, the program's */
 	char custom[32];	 /* CURLOPT_CUSTOMREQUEST, truncated */
 	char default_scheme[16]; /* CURLOPT_DEFAULT_PROTOCOL */
+	/* The URL memo's generation @url was copied from or stored as, 0
+	 * when none: a perform whose generation matches the key memo's
+	 * reuses its key and filter verdict (curl.c, ADR-563). */
+	uint64_t url_gen;
 	struct rx_curl_url url;
 	struct rx_curl_cb cb; /* callbacks and bound, for retries */
 };
