@@ -153,6 +153,21 @@ struct rx_fd *rx__fd_attach(int fd)
 	return NULL;
 }
 
+/* Has @e's socket identity been taken? A connect on a number whose
+ * socket() the shim saw leaves it for the first check that needs it
+ * (ADR-545); no socket has inode 0 on device 0. */
+static bool identity_known(const struct rx_fd *e)
+{
+	return atomic_load_explicit(&e->sock_dev, memory_order_relaxed) != 0 ||
+	       atomic_load_explicit(&e->sock_ino, memory_order_relaxed) != 0;
+}
+
+static void identity_set(struct rx_fd *e, uint64_t dev, uint64_t ino)
+{
+	atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+}
+
 bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 {
 	uint32_t cap =
@@ -170,13 +185,19 @@ bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 	e = &rx__fd_pool[i];
 	l = rx__fd_lock(e);
 	rx__lock(l);
-	/* Still the record of @fd's socket, and @newfd free of state. */
+	/* Still the record of @fd's socket, and @newfd free of state. A
+	 * record whose identity is not taken yet (ADR-545) takes @newfd's,
+	 * the socket just duplicated from @fd. */
 	if (atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == i &&
 	    atomic_load_explicit(&e->refs, memory_order_relaxed) > 0 &&
-	    atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
-	    atomic_load_explicit(&e->sock_ino, memory_order_relaxed) == ino &&
+	    (!identity_known(e) ||
+	     (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
+	      atomic_load_explicit(&e->sock_ino, memory_order_relaxed) ==
+		  ino)) &&
 	    atomic_load_explicit(&rx__fd_map[newfd], memory_order_relaxed) ==
 		0) {
+		if (!identity_known(e))
+			identity_set(e, dev, ino);
 		atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
 		atomic_store_explicit(&rx__fd_map[newfd], i,
 				      memory_order_release);
@@ -284,13 +305,20 @@ bool rx__fd_still_ours(int fd, struct rx_fd *e)
 {
 	struct stat st;
 	int saved = errno;
-	bool same =
-	    fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	    (uint64_t)st.st_ino ==
-		atomic_load_explicit(&e->sock_ino, memory_order_relaxed) &&
-	    (uint64_t)st.st_dev ==
-		atomic_load_explicit(&e->sock_dev, memory_order_relaxed);
+	bool same = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 
+	if (same && !identity_known(e))
+		/* The first check of a number connected as socket() made it
+		 * (ADR-545): what it holds now is the record's socket. */
+		identity_set(e, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	else
+		same = same &&
+		       (uint64_t)st.st_ino ==
+			   atomic_load_explicit(&e->sock_ino,
+						memory_order_relaxed) &&
+		       (uint64_t)st.st_dev ==
+			   atomic_load_explicit(&e->sock_dev,
+						memory_order_relaxed);
 	errno = saved;
 	return same;
 }
@@ -351,26 +379,31 @@ void rx__fd_forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
 }
 
 struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
-				 uint64_t ino)
+				 uint64_t ino, uint32_t seen)
 {
-	if (e &&
-	    (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) != dev ||
-	     atomic_load_explicit(&e->sock_ino, memory_order_relaxed) != ino)) {
+	bool fresh = dev == 0 && ino == 0;
+
+	if (e && (fresh ||
+		  (identity_known(e) &&
+		   (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) !=
+			dev ||
+		    atomic_load_explicit(&e->sock_ino, memory_order_relaxed) !=
+			ino)))) {
 		/* A record of another socket: the number changed hands
-		 * behind our back (ADR-190). Its duplicates keep it. */
+		 * behind our back (ADR-190), or socket() just returned it.
+		 * Its duplicates keep it. A record whose identity was never
+		 * taken takes this one, as at any first check (ADR-545). */
 		rx__fd_unmap(fd, e);
 		e = NULL;
 	}
 	if (!e)
 		e = rx__fd_attach(fd);
 	if (e) {
-		/* The caller's fstat just saw the socket (ADR-500). */
-		atomic_store_explicit(
-		    &rx__fd_proven[e - rx__fd_pool],
-		    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed),
-		    memory_order_relaxed);
-		atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
-		atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+		/* The caller saw the socket when the doubt counter was @seen:
+		 * its fstat, or socket()'s mark (ADR-500, ADR-545). */
+		atomic_store_explicit(&rx__fd_proven[e - rx__fd_pool], seen,
+				      memory_order_relaxed);
+		identity_set(e, dev, ino);
 	}
 	return e;
 }

@@ -253,7 +253,9 @@ bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino);
 bool rx__fd_stream_id(int fd, uint64_t *dev, uint64_t *ino);
 
 /* rx__fd_still_ours - does @fd still hold the socket @e connected
- * (ADR-190)? Preserves errno. One fstat. */
+ * (ADR-190)? A record whose identity was not taken at its connect
+ * (ADR-545) takes the socket @fd holds now. Preserves errno. One
+ * fstat. */
 bool rx__fd_still_ours(int fd, struct rx_fd *e);
 
 /*
@@ -297,12 +299,14 @@ void rx__fd_forget_stale(int fd, struct rx_fd *e, uint32_t epoch);
 
 /*
  * rx__fd_for_connect - the record for a connect on @fd, whose socket is
- * @dev/@ino: @e (the record @fd maps to, already ended by the caller, or
- * NULL) when it is this socket's, else a fresh one. NULL: none to be had
- * (pass through).
+ * @dev/@ino (0/0: not taken yet, for a number whose socket() the shim
+ * saw; the first check that compares takes it, ADR-545), seen to hold
+ * it when rx__fd_doubt was @seen: @e (the record @fd maps to, already
+ * ended by the caller, or NULL) when it is this socket's, else a fresh
+ * one. NULL: none to be had (pass through).
  */
 struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
-				 uint64_t ino);
+				 uint64_t ino, uint32_t seen);
 
 /*
  * rx__fd_forget - @fd is being closed or replaced (close, dup2/dup3 onto
