@@ -126,7 +126,7 @@ static bool claim(uint32_t i)
 	bool free;
 
 	rx__lock(l);
-	free = atomic_load_explicit(&e->refs, memory_order_relaxed) == 0;
+	free = atomic_load_explicit(&e->refs, memory_order_acquire) == 0;
 	if (free)
 		atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
 	rx__unlock(l);
@@ -231,7 +231,9 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 	l = rx__fd_lock(e);
 	rx__lock(l);
 	/* The last number keeps its count of 1 until rx__fd_free: the
-	 * record is not handed out again while its call is being ended. */
+	 * record is not handed out again while its call is being ended.
+	 * Under the lock: a share from this number that saw it mapped
+	 * either counts before this or finds it unmapped. */
 	if (atomic_load_explicit(&e->refs, memory_order_relaxed) > 1)
 		atomic_fetch_sub_explicit(&e->refs, 1, memory_order_relaxed);
 	else
@@ -242,11 +244,11 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 
 void rx__fd_free(struct rx_fd *e)
 {
-	struct rx_lock *l = rx__fd_lock(e);
-
-	rx__lock(l);
-	atomic_store_explicit(&e->refs, 0, memory_order_relaxed);
-	rx__unlock(l);
+	/* No lock (ADR-547): the last number was unmapped under the lock,
+	 * so no share can reach the record, and only claim reads its count
+	 * now; release: what ending the call wrote is seen by the claim
+	 * that takes it next. */
+	atomic_store_explicit(&e->refs, 0, memory_order_release);
 }
 
 void rx__fdtable_lock_all(void)
