@@ -118,19 +118,17 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	return 0;
 }
 
-/* Claim record @i if it is free. */
+/* Claim record @i if it is free. No lock (ADR-547): a free record has no
+ * number mapped to it, so no share or count-off can touch its count, and
+ * claimers race on the count alone; acquire: what ending its last call
+ * wrote (rx__fd_free's release) is seen. */
 static bool claim(uint32_t i)
 {
-	struct rx_fd *e = &rx__fd_pool[i];
-	struct rx_lock *l = rx__fd_lock(e);
-	bool free;
+	uint32_t free = 0;
 
-	rx__lock(l);
-	free = atomic_load_explicit(&e->refs, memory_order_acquire) == 0;
-	if (free)
-		atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
-	rx__unlock(l);
-	return free;
+	return atomic_compare_exchange_strong_explicit(
+	    &rx__fd_pool[i].refs, &free, 1, memory_order_acquire,
+	    memory_order_relaxed);
 }
 
 struct rx_fd *rx__fd_attach(int fd)

@@ -65,8 +65,10 @@ struct rx_fd {
 	 * later, it checks the number still holds that socket (ADR-190).
 	 * Atomic: read without the stripe lock. */
 	_Atomic uint64_t sock_dev, sock_ino;
-	/* Numbers mapped to this record; 0: free. Changed under the stripe
-	 * lock. */
+	/* Numbers mapped to this record; 0: free. Counted up and off under
+	 * the stripe lock; claimed (0 to 1, compare-and-swap) and freed (to
+	 * 0, a release store) without it, when no number maps to it
+	 * (ADR-547). */
 	_Atomic uint32_t refs;
 	/* RESILIX_KEY=host: a connect's outcome is its address's (ADR-220).
 	 * The address's guard, pinned from the connect until its outcome is
@@ -206,7 +208,7 @@ static inline struct rx_lock *rx__fd_lock(const struct rx_fd *e)
  * rx__fd_attach - give @fd, which has no record, a free one (refs 1,
  * fields as the last user left them: phase untracked, epoch counting on).
  * Returns it, or NULL when @fd is not covered or already has a record.
- * Takes stripe locks, never across libc. Thread-safe; O(1) unless
+ * Lock-free (ADR-547), never calls libc. Thread-safe; O(1) unless
  * duplicates of earlier sockets still hold the records of lower numbers.
  */
 struct rx_fd *rx__fd_attach(int fd);
