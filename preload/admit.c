@@ -10,7 +10,8 @@
  * admit/settle, O(1)). The fd stripe locks are fdtable.c's. So no lock
  * order exists to get wrong, and a thread blocked in recv holds nothing.
  * The guard of a tracked fd stays pinned from connect to close, so the
- * registry never evicts a key with a live connection.
+ * registry never evicts a key with a live connection; pins are taken and
+ * given back in keypin.c, which keeps a thread's last one (ADR-546).
  *
  * Waiting for a limiter slot (ADR-136). Where the adaptive limiter would
  * queue a call, a blocking caller (a blocking socket's connect, or the
@@ -53,6 +54,7 @@
 #include "errclass.h"
 #include "fifo.h"
 #include "interrupt.h"
+#include "keypin.h"
 #include "log.h"
 #include "metrics.h"
 #include "runtime.h"
@@ -90,7 +92,6 @@ static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
  * file. Set once at start-up, read-only afterwards (ADR-185). */
 static bool hooks_on;
 bool rx__ka_on;
-static atomic_bool warned_registry_full;
 
 /* The guard lock of @g, through the per-thread cache (admit.h). */
 RX_TLS struct rx_guard *rx__key_lock_g;
@@ -820,35 +821,6 @@ void rx__key_settle_call(struct rx_guard *g,
 	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq);
 }
 
-struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
-				       uint32_t hash, uint64_t now)
-{
-	struct rx_guard *g;
-
-	rx__lock(registry_lock);
-	g = rx_registry_acquire_hashed(registry, key, len, hash, now);
-	if (g && rx__shared_on)
-		rx__shm_holds[rx_registry_index(registry, g)].pins++;
-	rx__unlock(registry_lock);
-	if (rx__shared_on && rx__shared_sweep_due())
-		rx__shared_sweep(now, true);
-	if (!g && !atomic_exchange(&warned_registry_full, true))
-		rx__log(RX_LOG_WARN,
-			"key=%s event=registry-full max_keys=%u "
-			"msg=\"calls to new keys pass through unguarded\"",
-			key, rx__cfg.registry.max_keys);
-	return g;
-}
-
-void rx__key_release(struct rx_guard *g)
-{
-	rx__lock(registry_lock);
-	if (rx__shared_on)
-		rx__shm_holds[rx_registry_index(registry, g)].pins--;
-	rx_registry_release(registry, g);
-	rx__unlock(registry_lock);
-}
-
 /* ------------------------------------------------------------------------
  * Keys for the curl layer.
  * ---------------------------------------------------------------------- */
@@ -989,6 +961,7 @@ void rx__admit_after_fork_child(void)
 	rx__lock_reset(registry_lock);
 	for (i = 0; i < rx__cfg.registry.max_keys; i++)
 		rx__lock_reset(&guard_locks[i]);
+	rx__keypin_after_fork_child(registry);
 }
 
 void rx__admit_drop_waiters(void)

@@ -55,7 +55,9 @@ static inline void rx__permit_copy(struct rx_gate_permit *dst,
 
 /* Pin the guard of @key (@len bytes; NULL: registry full, pass through,
  * with one warning per process) / unpin it. The _hashed form takes the
- * key's rx_registry_hash, known already (dest.h's memo). */
+ * key's rx_registry_hash, known already (dest.h's memo). In keypin.c: a
+ * thread keeps the last pin it gave back for its next acquire of the same
+ * key (ADR-546). Thread-safe; O(1). */
 struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 					uint32_t hash, uint64_t now_ns);
 void rx__key_release(struct rx_guard *g);

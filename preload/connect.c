@@ -79,6 +79,8 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* Whatever socket() said of the number holds until a connect: a
 	 * datagram, raw or local socket is never a call, and a stream
 	 * socket needs no question about its type or peer (ADR-542). */
+	uint32_t seen =
+	    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed);
 	unsigned born = rx__fd_mark_take(fd);
 	bool fresh = born == RX_MARK_STREAM;
 	struct rx_gate_permit permit;
@@ -180,14 +182,21 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	/* A fresh number gets its record once admitted: a refused connect
 	 * then leaves none to forget at close (ADR-541). A deadline names
 	 * the record at admission (ADR-382), so with deadlines on it comes
-	 * first. A marked socket's identity (fstat) waits as long. */
+	 * first. A marked socket's identity (fstat) is left to the first
+	 * check that compares it: socket()'s mark, valid while the doubt
+	 * counter was @seen, proves the number holds it (ADR-545). Any
+	 * other socket is asked, and seen by its fstat. */
 	late = !e && !rx__deadlines_on;
-	if (!(fresh && late) && !(fresh ? rx__fd_socket_id(fd, &dev, &ino)
-					: rx__fd_stream_id(fd, &dev, &ino))) {
-		rx__fd_drop(fd, e);
-		goto pass;
+	dev = ino = 0;
+	if (!fresh) {
+		seen =
+		    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed);
+		if (!rx__fd_stream_id(fd, &dev, &ino)) {
+			rx__fd_drop(fd, e);
+			goto pass;
+		}
 	}
-	if (!late && !(e = rx__fd_for_connect(fd, e, dev, ino)))
+	if (!late && !(e = rx__fd_for_connect(fd, e, dev, ino, seen)))
 		goto pass;
 	now = rx__now_ns();
 	/* The address first: a dead address of a live name is refused at
@@ -209,10 +218,9 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		rx__key_release(g);
 		return refused(fd, fresh, saved);
 	}
-	if (late && ((fresh && !rx__fd_socket_id(fd, &dev, &ino)) ||
-		     !(e = rx__fd_for_connect(fd, NULL, dev, ino)))) {
-		/* Not a socket after all, or no record to be had (another
-		 * thread's meanwhile): the call was never the shim's. */
+	if (late && !(e = rx__fd_for_connect(fd, NULL, dev, ino, seen))) {
+		/* No record to be had (another thread's meanwhile): the call
+		 * was never the shim's. */
 		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "pass");
 		rx__key_release(g);
 		give_back(&ah, now, "pass");

@@ -118,19 +118,17 @@ int rx__fdtable_init(rx_fd_end_fn *end)
 	return 0;
 }
 
-/* Claim record @i if it is free. */
+/* Claim record @i if it is free. No lock (ADR-547): a free record has no
+ * number mapped to it, so no share or count-off can touch its count, and
+ * claimers race on the count alone; acquire: what ending its last call
+ * wrote (rx__fd_free's release) is seen. */
 static bool claim(uint32_t i)
 {
-	struct rx_fd *e = &rx__fd_pool[i];
-	struct rx_lock *l = rx__fd_lock(e);
-	bool free;
+	uint32_t free = 0;
 
-	rx__lock(l);
-	free = atomic_load_explicit(&e->refs, memory_order_relaxed) == 0;
-	if (free)
-		atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
-	rx__unlock(l);
-	return free;
+	return atomic_compare_exchange_strong_explicit(
+	    &rx__fd_pool[i].refs, &free, 1, memory_order_acquire,
+	    memory_order_relaxed);
 }
 
 struct rx_fd *rx__fd_attach(int fd)
@@ -153,6 +151,21 @@ struct rx_fd *rx__fd_attach(int fd)
 	return NULL;
 }
 
+/* Has @e's socket identity been taken? A connect on a number whose
+ * socket() the shim saw leaves it for the first check that needs it
+ * (ADR-545); no socket has inode 0 on device 0. */
+static bool identity_known(const struct rx_fd *e)
+{
+	return atomic_load_explicit(&e->sock_dev, memory_order_relaxed) != 0 ||
+	       atomic_load_explicit(&e->sock_ino, memory_order_relaxed) != 0;
+}
+
+static void identity_set(struct rx_fd *e, uint64_t dev, uint64_t ino)
+{
+	atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+}
+
 bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 {
 	uint32_t cap =
@@ -170,13 +183,19 @@ bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 	e = &rx__fd_pool[i];
 	l = rx__fd_lock(e);
 	rx__lock(l);
-	/* Still the record of @fd's socket, and @newfd free of state. */
+	/* Still the record of @fd's socket, and @newfd free of state. A
+	 * record whose identity is not taken yet (ADR-545) takes @newfd's,
+	 * the socket just duplicated from @fd. */
 	if (atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == i &&
 	    atomic_load_explicit(&e->refs, memory_order_relaxed) > 0 &&
-	    atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
-	    atomic_load_explicit(&e->sock_ino, memory_order_relaxed) == ino &&
+	    (!identity_known(e) ||
+	     (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
+	      atomic_load_explicit(&e->sock_ino, memory_order_relaxed) ==
+		  ino)) &&
 	    atomic_load_explicit(&rx__fd_map[newfd], memory_order_relaxed) ==
 		0) {
+		if (!identity_known(e))
+			identity_set(e, dev, ino);
 		atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
 		atomic_store_explicit(&rx__fd_map[newfd], i,
 				      memory_order_release);
@@ -210,7 +229,9 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 	l = rx__fd_lock(e);
 	rx__lock(l);
 	/* The last number keeps its count of 1 until rx__fd_free: the
-	 * record is not handed out again while its call is being ended. */
+	 * record is not handed out again while its call is being ended.
+	 * Under the lock: a share from this number that saw it mapped
+	 * either counts before this or finds it unmapped. */
 	if (atomic_load_explicit(&e->refs, memory_order_relaxed) > 1)
 		atomic_fetch_sub_explicit(&e->refs, 1, memory_order_relaxed);
 	else
@@ -221,11 +242,11 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 
 void rx__fd_free(struct rx_fd *e)
 {
-	struct rx_lock *l = rx__fd_lock(e);
-
-	rx__lock(l);
-	atomic_store_explicit(&e->refs, 0, memory_order_relaxed);
-	rx__unlock(l);
+	/* No lock (ADR-547): the last number was unmapped under the lock,
+	 * so no share can reach the record, and only claim reads its count
+	 * now; release: what ending the call wrote is seen by the claim
+	 * that takes it next. */
+	atomic_store_explicit(&e->refs, 0, memory_order_release);
 }
 
 void rx__fdtable_lock_all(void)
@@ -284,13 +305,20 @@ bool rx__fd_still_ours(int fd, struct rx_fd *e)
 {
 	struct stat st;
 	int saved = errno;
-	bool same =
-	    fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	    (uint64_t)st.st_ino ==
-		atomic_load_explicit(&e->sock_ino, memory_order_relaxed) &&
-	    (uint64_t)st.st_dev ==
-		atomic_load_explicit(&e->sock_dev, memory_order_relaxed);
+	bool same = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 
+	if (same && !identity_known(e))
+		/* The first check of a number connected as socket() made it
+		 * (ADR-545): what it holds now is the record's socket. */
+		identity_set(e, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	else
+		same = same &&
+		       (uint64_t)st.st_ino ==
+			   atomic_load_explicit(&e->sock_ino,
+						memory_order_relaxed) &&
+		       (uint64_t)st.st_dev ==
+			   atomic_load_explicit(&e->sock_dev,
+						memory_order_relaxed);
 	errno = saved;
 	return same;
 }
@@ -351,26 +379,31 @@ void rx__fd_forget_stale(int fd, struct rx_fd *e, uint32_t epoch)
 }
 
 struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
-				 uint64_t ino)
+				 uint64_t ino, uint32_t seen)
 {
-	if (e &&
-	    (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) != dev ||
-	     atomic_load_explicit(&e->sock_ino, memory_order_relaxed) != ino)) {
+	bool fresh = dev == 0 && ino == 0;
+
+	if (e && (fresh ||
+		  (identity_known(e) &&
+		   (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) !=
+			dev ||
+		    atomic_load_explicit(&e->sock_ino, memory_order_relaxed) !=
+			ino)))) {
 		/* A record of another socket: the number changed hands
-		 * behind our back (ADR-190). Its duplicates keep it. */
+		 * behind our back (ADR-190), or socket() just returned it.
+		 * Its duplicates keep it. A record whose identity was never
+		 * taken takes this one, as at any first check (ADR-545). */
 		rx__fd_unmap(fd, e);
 		e = NULL;
 	}
 	if (!e)
 		e = rx__fd_attach(fd);
 	if (e) {
-		/* The caller's fstat just saw the socket (ADR-500). */
-		atomic_store_explicit(
-		    &rx__fd_proven[e - rx__fd_pool],
-		    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed),
-		    memory_order_relaxed);
-		atomic_store_explicit(&e->sock_dev, dev, memory_order_relaxed);
-		atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
+		/* The caller saw the socket when the doubt counter was @seen:
+		 * its fstat, or socket()'s mark (ADR-500, ADR-545). */
+		atomic_store_explicit(&rx__fd_proven[e - rx__fd_pool], seen,
+				      memory_order_relaxed);
+		identity_set(e, dev, ino);
 	}
 	return e;
 }

@@ -65,8 +65,10 @@ struct rx_fd {
 	 * later, it checks the number still holds that socket (ADR-190).
 	 * Atomic: read without the stripe lock. */
 	_Atomic uint64_t sock_dev, sock_ino;
-	/* Numbers mapped to this record; 0: free. Changed under the stripe
-	 * lock. */
+	/* Numbers mapped to this record; 0: free. Counted up and off under
+	 * the stripe lock; claimed (0 to 1, compare-and-swap) and freed (to
+	 * 0, a release store) without it, when no number maps to it
+	 * (ADR-547). */
 	_Atomic uint32_t refs;
 	/* RESILIX_KEY=host: a connect's outcome is its address's (ADR-220).
 	 * The address's guard, pinned from the connect until its outcome is
@@ -206,7 +208,7 @@ static inline struct rx_lock *rx__fd_lock(const struct rx_fd *e)
  * rx__fd_attach - give @fd, which has no record, a free one (refs 1,
  * fields as the last user left them: phase untracked, epoch counting on).
  * Returns it, or NULL when @fd is not covered or already has a record.
- * Takes stripe locks, never across libc. Thread-safe; O(1) unless
+ * Lock-free (ADR-547), never calls libc. Thread-safe; O(1) unless
  * duplicates of earlier sockets still hold the records of lower numbers.
  */
 struct rx_fd *rx__fd_attach(int fd);
@@ -253,7 +255,9 @@ bool rx__fd_socket_id(int fd, uint64_t *dev, uint64_t *ino);
 bool rx__fd_stream_id(int fd, uint64_t *dev, uint64_t *ino);
 
 /* rx__fd_still_ours - does @fd still hold the socket @e connected
- * (ADR-190)? Preserves errno. One fstat. */
+ * (ADR-190)? A record whose identity was not taken at its connect
+ * (ADR-545) takes the socket @fd holds now. Preserves errno. One
+ * fstat. */
 bool rx__fd_still_ours(int fd, struct rx_fd *e);
 
 /*
@@ -297,12 +301,14 @@ void rx__fd_forget_stale(int fd, struct rx_fd *e, uint32_t epoch);
 
 /*
  * rx__fd_for_connect - the record for a connect on @fd, whose socket is
- * @dev/@ino: @e (the record @fd maps to, already ended by the caller, or
- * NULL) when it is this socket's, else a fresh one. NULL: none to be had
- * (pass through).
+ * @dev/@ino (0/0: not taken yet, for a number whose socket() the shim
+ * saw; the first check that compares takes it, ADR-545), seen to hold
+ * it when rx__fd_doubt was @seen: @e (the record @fd maps to, already
+ * ended by the caller, or NULL) when it is this socket's, else a fresh
+ * one. NULL: none to be had (pass through).
  */
 struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
-				 uint64_t ino);
+				 uint64_t ino, uint32_t seen);
 
 /*
  * rx__fd_forget - @fd is being closed or replaced (close, dup2/dup3 onto

@@ -629,6 +629,18 @@ const char *rx_registry_key(const struct rx_registry *r,
 	return rx__entry_of(g)->key;
 }
 
+bool rx_registry_is(const struct rx_registry *r, const struct rx_guard *g,
+		    const char *key, size_t len, uint32_t hash)
+{
+	const struct rx__entry *e = rx__entry_of(g);
+
+	(void)r;
+	if (len > RX_KEY_MAX)
+		len = RX_KEY_MAX;
+	return e->hash == hash && e->key_len == len &&
+	       (len == 0 || memcmp(e->key, key, len) == 0);
+}
+
 uint32_t rx_registry_count(const struct rx_registry *r)
 {
 	return r->count;

@@ -173,6 +173,14 @@ void rx_registry_pin(struct rx_registry *r, struct rx_guard *g, uint32_t n);
 const char *rx_registry_key(const struct rx_registry *r,
                             const struct rx_guard *g);
 
+/* rx_registry_is - is @g (pinned, of @r) the guard of @key (@len bytes,
+ * clamped to RX_KEY_MAX as acquire does), whose rx_registry_hash is
+ * @hash? What an acquire of that key would find, without the lookup: for
+ * a caller holding a pin it may hand on (preload/keypin.c, ADR-546). Not
+ * thread-safe; O(len); no allocation. */
+bool rx_registry_is(const struct rx_registry *r, const struct rx_guard *g,
+                    const char *key, size_t len, uint32_t hash);
+
 /* rx_registry_count - live keys; rx_registry_overflows - acquire calls
  * that found no room, since create (saturating). Not thread-safe; O(1);
  * no allocation. */

@@ -1,0 +1,192 @@
+/*
+ * preload/keypin.c - pinning a key's guard in the registry, and the pin a
+ * thread keeps (ADR-546).
+ *
+ * A tracked fd pins its guard from connect to close (admit.c), so the
+ * registry never evicts a key with a live connection. A program that
+ * opens a new connection per request pinned and unpinned the same key once
+ * per request: the registry lock twice, a hash lookup, two list
+ * operations - about 300 instructions of a new connection. So the last
+ * pin a thread gives back is kept, in one of SPARE_SLOTS process-wide
+ * slots the thread owns, and the thread's next acquire of the same key
+ * takes it without the registry. Any other acquire gives it back first,
+ * as a close would have; so does the thread's exit (a thread-specific
+ * key's destructor) and a fork, in the child, for the threads that did
+ * not come along. A kept pin holds its entry no longer than the key's
+ * idle TTL: past it the pin goes back and the acquire finds the entry
+ * idle, and fresh, as before.
+ *
+ * Not in shared mode (ADR-480), whose pins other processes count, nor
+ * for threads beyond SPARE_SLOTS. Each slot is written by its owning
+ * thread only (and by the single-threaded fork child); a signal handler's
+ * call on the same thread passes through while it is inside the shim
+ * (rx__inside), so it never sees a slot half written.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "admit.h"
+#include "keypin.h"
+#include "log.h"
+#include "runtime.h"
+#include "shared.h"
+
+#define SPARE_SLOTS 64
+
+/* The pin each slot's thread keeps (NULL: none), and whether a thread
+ * owns the slot. */
+static struct rx_guard *_Atomic spare[SPARE_SLOTS];
+static atomic_bool spare_owned[SPARE_SLOTS];
+/* This thread's slot + 1; 0: none yet; -1: none to be had. */
+static RX_TLS int spare_slot;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok;
+static atomic_bool warned_registry_full;
+
+/* Give @g's pin back to the registry. */
+static void unpin(struct rx_guard *g)
+{
+	struct rx_registry *r = rx__admit_registry();
+	struct rx_lock *l = rx__admit_registry_lock();
+
+	rx__lock(l);
+	if (rx__shared_on)
+		rx__shm_holds[rx_registry_index(r, g)].pins--;
+	rx_registry_release(r, g);
+	rx__unlock(l);
+}
+
+/* Thread exit: the slot's pin goes back, and the slot is free. */
+static void spare_exit(void *arg)
+{
+	int s = (int)(intptr_t)arg - 1;
+	struct rx_guard *g;
+
+	if (s < 0 || s >= SPARE_SLOTS)
+		return;
+	g = atomic_exchange_explicit(&spare[s], NULL, memory_order_relaxed);
+	if (g)
+		unpin(g);
+	atomic_store_explicit(&spare_owned[s], false, memory_order_release);
+}
+
+static void spare_key_init(void)
+{
+	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
+}
+
+/* This thread's slot, claimed on first use; -1 when none. */
+static int slot_of_thread(void)
+{
+	int s;
+
+	if (spare_slot)
+		return spare_slot - 1;
+	spare_slot = -1;
+	if (rx__shared_on)
+		return -1;
+	(void)pthread_once(&spare_once, spare_key_init);
+	if (!spare_key_ok)
+		return -1;
+	for (s = 0; s < SPARE_SLOTS; s++) {
+		bool no = false;
+
+		if (atomic_compare_exchange_strong(&spare_owned[s], &no, true))
+			break;
+	}
+	if (s == SPARE_SLOTS)
+		return -1;
+	if (pthread_setspecific(spare_key, (void *)(intptr_t)(s + 1)) != 0) {
+		atomic_store_explicit(&spare_owned[s], false,
+				      memory_order_release);
+		return -1;
+	}
+	spare_slot = s + 1;
+	return s;
+}
+
+/* The pin this thread keeps, taken from its slot (NULL: none). */
+static struct rx_guard *spare_take(void)
+{
+	int s = spare_slot - 1;
+	struct rx_guard *g;
+
+	if (s < 0)
+		return NULL;
+	g = atomic_load_explicit(&spare[s], memory_order_relaxed);
+	if (g)
+		atomic_store_explicit(&spare[s], NULL, memory_order_relaxed);
+	return g;
+}
+
+/* May a kept pin of @g serve an acquire at @now? Not once the entry would
+ * have idled past the key's TTL: the registry then starts it afresh. */
+static bool fresh_enough(const struct rx_guard *g, uint64_t now)
+{
+	uint64_t ttl = rx__cfg.registry.key_ttl_ms;
+
+	return ttl == 0 || now < g->last_used_ns ||
+	       now - g->last_used_ns < ttl * RX_NS_PER_MS;
+}
+
+struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
+					uint32_t hash, uint64_t now)
+{
+	struct rx_registry *r = rx__admit_registry();
+	struct rx_lock *l;
+	struct rx_guard *g = spare_take();
+
+	if (g) {
+		if (rx_registry_is(r, g, key, len, hash) &&
+		    fresh_enough(g, now))
+			return g;
+		unpin(g); /* another key's, or idle too long */
+	}
+	l = rx__admit_registry_lock();
+	rx__lock(l);
+	g = rx_registry_acquire_hashed(r, key, len, hash, now);
+	if (g && rx__shared_on)
+		rx__shm_holds[rx_registry_index(r, g)].pins++;
+	rx__unlock(l);
+	if (rx__shared_on && rx__shared_sweep_due())
+		rx__shared_sweep(now, true);
+	if (!g && !atomic_exchange(&warned_registry_full, true))
+		rx__log(RX_LOG_WARN,
+			"key=%s event=registry-full max_keys=%u "
+			"msg=\"calls to new keys pass through unguarded\"",
+			key, rx__cfg.registry.max_keys);
+	return g;
+}
+
+void rx__key_release(struct rx_guard *g)
+{
+	int s = slot_of_thread();
+
+	if (s >= 0 && !atomic_load_explicit(&spare[s], memory_order_relaxed)) {
+		atomic_store_explicit(&spare[s], g, memory_order_relaxed);
+		return;
+	}
+	unpin(g);
+}
+
+void rx__keypin_after_fork_child(struct rx_registry *r)
+{
+	int mine = spare_slot - 1;
+	int s;
+
+	for (s = 0; s < SPARE_SLOTS; s++) {
+		struct rx_guard *g;
+
+		if (s == mine)
+			continue;
+		g = atomic_exchange_explicit(&spare[s], NULL,
+					     memory_order_relaxed);
+		if (g)
+			rx_registry_release(r, g);
+		atomic_store_explicit(&spare_owned[s], false,
+				      memory_order_relaxed);
+	}
+}

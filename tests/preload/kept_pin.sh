@@ -1,0 +1,93 @@
+#!/bin/bash
+# kept_pin.sh - the pin a thread keeps between a close and its next
+# connect to the same key (ADR-546) never holds a key the registry needs.
+#
+# With RESILIX_MAX_KEYS=2, two threads each make a request to a key of its
+# own and end; a third key must then find room: the pins the threads kept
+# went back at their exit. Two threads that made their requests and stay
+# alive keep their pins; a forked child must still find room for a key of
+# its own: the pins of the threads that did not come along went back in
+# the child. And one thread alternating between keys never runs out of
+# room, and its calls are all guarded.
+. "$(dirname "$0")/lib.sh"
+rx_require_build
+rx_need python3
+
+rx_upstream_start a --phases 0:ok:0
+A=$RX_PORT
+rx_upstream_start b --phases 0:ok:0
+B=$RX_PORT
+rx_upstream_start c --phases 0:ok:0
+C=$RX_PORT
+
+cat >"$RX_TMP/prog.py" <<'PY'
+import os, socket, sys, threading
+mode = sys.argv[1]
+ports = [int(p) for p in sys.argv[2:]]
+REQ = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+def req(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(REQ)
+    ok = s.recv(4096).startswith(b"HTTP/1.1 200")
+    s.close()
+    return ok
+
+if mode == "exit":
+    for p in ports[:2]:
+        t = threading.Thread(target=req, args=(p,))
+        t.start()
+        t.join()
+    print("third key", req(ports[2]))
+elif mode == "fork":
+    done, hold = threading.Event(), threading.Event()
+    def worker(p):
+        req(p)
+        done.set()
+        hold.wait()
+    ts = []
+    for p in ports[:2]:
+        done.clear()
+        t = threading.Thread(target=worker, args=(p,))
+        t.start()
+        done.wait()
+        ts.append(t)
+    pid = os.fork()
+    if pid == 0:
+        print("child key", req(ports[2]), flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    hold.set()
+    for t in ts:
+        t.join()
+else:
+    n = sum(req(ports[i % 3]) for i in range(9))
+    print("alternating", n)
+PY
+
+out=$RX_TMP/prog.out err=$RX_TMP/prog.err
+rx_dump_on_fail "$out" "$err"
+for mode in exit fork alternate; do
+	rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+		"$mode" "$A" "$B" "$C" >"$out" 2>"$err" ||
+		rx_fail "$mode: exit status $?"
+	rx_assert_no_grep "$mode: the registry ran out of room" \
+		'event=registry-full' "$err"
+done
+rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+	exit "$A" "$B" "$C" >"$out" 2>"$err" || rx_fail "exit: exit status $?"
+rx_assert_grep "exit: the third key answered" '^third key True$' "$out"
+rx_assert_grep "exit: the third key's call was guarded" \
+	"key=127.0.0.1:$C event=settle verdict=success" "$err"
+rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+	fork "$A" "$B" "$C" >"$out" 2>"$err" || rx_fail "fork: exit status $?"
+rx_assert_grep "fork: the child's key answered" '^child key True$' "$out"
+rx_assert_grep "fork: the child's call was guarded" \
+	"key=127.0.0.1:$C event=settle verdict=success" "$err"
+rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+	alternate "$A" "$B" "$C" >"$out" 2>"$err" ||
+	rx_fail "alternate: exit status $?"
+rx_assert_grep "alternate: every request answered" '^alternating 9$' "$out"
+rx_assert_eq "alternate: every call guarded" 9 \
+	"$(grep -c 'event=settle verdict=success' "$err")"
+rx_pass
