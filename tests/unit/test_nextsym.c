@@ -7,9 +7,13 @@
  * its other paths: data, an indirect function, a name only an earlier
  * object defines, a name no object defines.
  */
+#include "config.h"
+
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "../support/cunit_main.h"
 #include "nextsym.h"
@@ -58,6 +62,15 @@ static void test_defined_ahead(void)
 	CU_ASSERT_EQUAL(rx__next_defined_ahead("rx_no_such_function"), 0);
 }
 
+/* @p lies in libc itself. */
+static bool in_libc(void *p)
+{
+	Dl_info info;
+
+	return p && dladdr(p, &info) && info.dli_fname &&
+	       strstr(info.dli_fname, "/libc.so") != NULL;
+}
+
 /* The lazy look-up reads the kept walk: the same answers, and a name it
  * cannot settle (an indirect function, a name nobody defines) is left to
  * dlsym. */
@@ -71,7 +84,14 @@ static void test_lookup_from_kept_walk(void)
 		CU_ASSERT_PTR_EQUAL(p, dlsym(RTLD_NEXT, names[i]));
 	}
 	CU_ASSERT_FALSE(rx__next_lookup("rx_no_such_function", &p));
-	CU_ASSERT_FALSE(rx__next_lookup("memcpy", &p));
+	/* glibc's memcpy is an indirect function: left to dlsym. A
+	 * sanitizer's runtime, loaded ahead of libc, defines a plain one:
+	 * then the walk must find what dlsym finds. */
+	if (in_libc(dlsym(RTLD_NEXT, "memcpy"))) {
+		CU_ASSERT_FALSE(rx__next_lookup("memcpy", &p));
+	} else if (rx__next_lookup("memcpy", &p)) {
+		CU_ASSERT_PTR_EQUAL(p, dlsym(RTLD_NEXT, "memcpy"));
+	}
 }
 
 int main(void)
