@@ -24,8 +24,9 @@ guard=(RESILIX_TIMEOUT_MS=100 RESILIX_MIN_CALLS=2 RESILIX_WINDOW_CALLS=2
 	RESILIX_FAILURE_RATE=0.5 RESILIX_CONSECUTIVE_BACKSTOP=0
 	RESILIX_LIMITER=off RESILIX_OPEN_MS=5000)
 
-# calls.py PORT FIRST LATER EVERY_MS FIRST_LATER_MS, as deadline_lazy.sh's:
-# each call's line is "OFFSET_MS refused|answered|silent".
+# calls.py PORT FIRST LATER EVERY_MS FIRST_LATER_MS [MARK], as
+# deadline_lazy.sh's: each call's line is "OFFSET_MS refused|answered|silent";
+# with MARK, each later call's result is also appended to that file.
 calls='
 import socket, sys, threading, time
 port, first, later, every, at = (int(a) for a in sys.argv[1:6])
@@ -45,6 +46,8 @@ def call(off):
         s.close()
     with lock:
         lines.append("%d %s" % (off, r))
+    if off > 0 and len(sys.argv) > 6: # a mark for whoever waits on us
+        open(sys.argv[6], "a").write(r + "\n")
 ts = []
 def start(off):
     t = threading.Thread(target=call, args=(off,))
@@ -77,9 +80,15 @@ rx_upstream_stop late
 # --- 2. the other process learns it through the shared breaker -----------
 rx_upstream_start late2 --phases 0:ok:1000
 rx_shim "${guard[@]}" RESILIX_SHARED="$RX_TMP/seg2" \
-	python3 -c "$calls" "$RX_PORT" 2 1 100 200 >"$out" 2>"$err" &
+	python3 -c "$calls" "$RX_PORT" 2 1 100 200 "$RX_TMP/mark" >"$out" \
+	2>"$err" &
 p1=$!
-sleep 0.4
+# The second process starts once the first one's call at 200 ms is
+# done (a loaded machine may take longer than 200 ms to get there).
+for _ in $(seq 100); do
+	[ -s "$RX_TMP/mark" ] && break
+	sleep 0.05
+done
 rx_shim "${guard[@]}" RESILIX_SHARED="$RX_TMP/seg2" \
 	python3 -c "$calls" "$RX_PORT" 0 4 100 0 >"$out2" 2>>"$err" ||
 	rx_fail "second client exit status $?"
