@@ -7,7 +7,7 @@
  * opens a new connection per request pinned and unpinned the same key once
  * per request: the registry lock twice, a hash lookup, two list
  * operations - about 300 instructions of a new connection. So the last
- * pin a thread gives back is kept, in one of SPARE_SLOTS process-wide
+ * pin a thread gives back, from its second on, is kept, in one of SPARE_SLOTS process-wide
  * slots the thread owns, and the thread's next acquire of the same key
  * takes it without the registry. Any other acquire gives it back first,
  * as a close would have; so does the thread's exit (a thread-specific
@@ -41,6 +41,7 @@ static struct rx_guard *_Atomic spare[SPARE_SLOTS];
 static atomic_bool spare_owned[SPARE_SLOTS];
 /* This thread's slot + 1; 0: none yet; -1: none to be had. */
 static RX_TLS int spare_slot;
+static RX_TLS bool spare_wanted; /* this thread released a pin before */
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static bool spare_key_ok;
@@ -85,6 +86,13 @@ static int slot_of_thread(void)
 
 	if (spare_slot)
 		return spare_slot - 1;
+	/* A thread's first release keeps nothing: one that connects once -
+	 * a short process's only request - never pays for a slot and its
+	 * thread-exit key (about 3,600 instructions). */
+	if (!spare_wanted) {
+		spare_wanted = true;
+		return -1;
+	}
 	spare_slot = -1;
 	if (rx__shared_on)
 		return -1;
