@@ -22,49 +22,14 @@ guard=(RESILIX_TIMEOUT_MS=100 RESILIX_MIN_CALLS=2 RESILIX_WINDOW_CALLS=2
 	RESILIX_FAILURE_RATE=0.5 RESILIX_CONSECUTIVE_BACKSTOP=0
 	RESILIX_LIMITER=off RESILIX_OPEN_MS=5000)
 
-# calls.py PORT FIRST LATER EVERY_MS FIRST_LATER_MS: FIRST calls at once,
-# then LATER calls EVERY_MS apart from FIRST_LATER_MS, each in its own
-# thread; each call's line is "OFFSET_MS refused|answered|silent".
-calls='
-import socket, sys, threading, time
-port, first, later, every, at = (int(a) for a in sys.argv[1:6])
-t0 = time.monotonic()
-lines, lock = [], threading.Lock()
-def call(off):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=2)
-    except ConnectionRefusedError:
-        r = "refused"
-    else:
-        try:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            r = "answered" if s.recv(100).startswith(b"HTTP/1.1 200") else "other"
-        except OSError:
-            r = "silent"
-        s.close()
-    with lock:
-        lines.append("%d %s" % (off, r))
-ts = []
-def start(off):
-    t = threading.Thread(target=call, args=(off,))
-    t.start()
-    ts.append(t)
-for i in range(first):
-    start(0)
-for i in range(later):
-    off = at + i * every
-    time.sleep(max(0, t0 + off / 1000 - time.monotonic()))
-    start(int((time.monotonic() - t0) * 1000))
-for t in ts:
-    t.join()
-print("\n".join(sorted(lines, key=lambda l: int(l.split()[0]))))
-'
+# tests/support/timed_calls.py: its header says what it prints.
+calls=$RESILIX_SRCDIR/tests/support/timed_calls.py
 count() { awk -v w="$2" -v f="$3" '$1 >= f && $2 == w' "$1" | wc -l; }
 
 # --- 1. two late calls, then a call every 100 ms --------------------------
 rx_upstream_start late --phases 0:ok:1000
 t0=$(rx_now_ms)
-rx_shim "${guard[@]}" python3 -c "$calls" "$RX_PORT" 2 12 100 100 \
+rx_shim "${guard[@]}" python3 "$calls" "$RX_PORT" 2 12 100 100 \
 	>"$out" 2>"$err" || rx_fail "client exit status $?"
 t=$(($(rx_now_ms) - t0))
 rx_assert_eq "the two late calls still get their answers" 2 \
@@ -81,7 +46,7 @@ rx_upstream_stop late
 # --- 2. the late answers are no evidence: 2 timeouts, not 4 ----------------
 rx_upstream_start late2 --phases 0:ok:1000
 rx_shim "${guard[@]}" RESILIX_LOG=debug RESILIX_METRICS_FILE="$prom" \
-	python3 -c "$calls" "$RX_PORT" 2 1 100 300 >"$out" 2>"$err" ||
+	python3 "$calls" "$RX_PORT" 2 1 100 300 >"$out" 2>"$err" ||
 	rx_fail "client exit status $?"
 rx_assert_eq "outcomes" "0 answered
 0 answered" "$(awk '$2 == "answered"' "$out")"
@@ -99,7 +64,7 @@ rx_upstream_stop late2
 
 # --- 3. a black hole with 16 threads blocked on it -------------------------
 rx_upstream_start hole --phases 0:hang
-rx_shim "${guard[@]}" python3 -c "$calls" "$RX_PORT" 16 1 100 300 \
+rx_shim "${guard[@]}" python3 "$calls" "$RX_PORT" 16 1 100 300 \
 	>"$out" 2>"$err" || rx_fail "client exit status $?"
 rx_assert_eq "blocked threads" 16 "$(awk '$1 < 50 && $2 == "silent"' "$out" | wc -l)"
 rx_assert_eq "a call after the deadline" "refused" \

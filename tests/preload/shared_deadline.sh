@@ -24,51 +24,14 @@ guard=(RESILIX_TIMEOUT_MS=100 RESILIX_MIN_CALLS=2 RESILIX_WINDOW_CALLS=2
 	RESILIX_FAILURE_RATE=0.5 RESILIX_CONSECUTIVE_BACKSTOP=0
 	RESILIX_LIMITER=off RESILIX_OPEN_MS=5000)
 
-# calls.py PORT FIRST LATER EVERY_MS FIRST_LATER_MS [MARK], as
-# deadline_lazy.sh's: each call's line is "OFFSET_MS refused|answered|silent";
-# with MARK, each later call's result is also appended to that file.
-calls='
-import socket, sys, threading, time
-port, first, later, every, at = (int(a) for a in sys.argv[1:6])
-t0 = time.monotonic()
-lines, lock = [], threading.Lock()
-def call(off):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=2)
-    except ConnectionRefusedError:
-        r = "refused"
-    else:
-        try:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            r = "answered" if s.recv(100).startswith(b"HTTP/1.1 200") else "other"
-        except OSError:
-            r = "silent"
-        s.close()
-    with lock:
-        lines.append("%d %s" % (off, r))
-    if off > 0 and len(sys.argv) > 6: # a mark for whoever waits on us
-        open(sys.argv[6], "a").write(r + "\n")
-ts = []
-def start(off):
-    t = threading.Thread(target=call, args=(off,))
-    t.start()
-    ts.append(t)
-for i in range(first):
-    start(0)
-for i in range(later):
-    off = at + i * every
-    time.sleep(max(0, t0 + off / 1000 - time.monotonic()))
-    start(int((time.monotonic() - t0) * 1000))
-for t in ts:
-    t.join()
-print("\n".join(sorted(lines, key=lambda l: int(l.split()[0]))))
-'
+# tests/support/timed_calls.py: its header says what it prints.
+calls=$RESILIX_SRCDIR/tests/support/timed_calls.py
 count() { awk -v w="$2" -v f="$3" '$1 >= f && $2 == w' "$1" | wc -l; }
 
 # --- 1. one process on a shared key ----------------------------------------
 rx_upstream_start late --phases 0:ok:1000
 rx_shim "${guard[@]}" RESILIX_SHARED="$RX_TMP/seg1" \
-	python3 -c "$calls" "$RX_PORT" 2 12 100 100 >"$out" 2>"$err" ||
+	python3 "$calls" "$RX_PORT" 2 12 100 100 >"$out" 2>"$err" ||
 	rx_fail "client exit status $?"
 rx_assert_eq "1: the two late calls still get their answers" 2 \
 	"$(awk '$1 < 50 && $2 == "answered"' "$out" | wc -l)"
@@ -80,7 +43,7 @@ rx_upstream_stop late
 # --- 2. the other process learns it through the shared breaker -----------
 rx_upstream_start late2 --phases 0:ok:1000
 rx_shim "${guard[@]}" RESILIX_SHARED="$RX_TMP/seg2" \
-	python3 -c "$calls" "$RX_PORT" 2 1 100 200 "$RX_TMP/mark" >"$out" \
+	python3 "$calls" "$RX_PORT" 2 1 100 200 "$RX_TMP/mark" >"$out" \
 	2>"$err" &
 p1=$!
 # The second process starts once the first one's call at 200 ms is
@@ -90,7 +53,7 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 rx_shim "${guard[@]}" RESILIX_SHARED="$RX_TMP/seg2" \
-	python3 -c "$calls" "$RX_PORT" 0 4 100 0 >"$out2" 2>>"$err" ||
+	python3 "$calls" "$RX_PORT" 0 4 100 0 >"$out2" 2>>"$err" ||
 	rx_fail "second client exit status $?"
 wait $p1 || rx_fail "first client exit status $?"
 rx_assert_eq "2: the first process's call at 200 ms" "refused" \
