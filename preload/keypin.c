@@ -130,14 +130,23 @@ static struct rx_guard *spare_take(void)
 	return g;
 }
 
-/* May a kept pin of @g serve an acquire at @now? Not once the entry would
- * have idled past the key's TTL: the registry then starts it afresh. */
-static bool fresh_enough(const struct rx_guard *g, uint64_t now)
+/* May a kept pin of @g (a guard of @r) serve an acquire at @now? Not once
+ * the entry would have idled past the key's TTL: the registry then starts
+ * it afresh. The guard's last use is read under its lock: other threads'
+ * pins may be admitting and settling on it meanwhile. */
+static bool fresh_enough(struct rx_registry *r, struct rx_guard *g,
+			 uint64_t now)
 {
-	uint64_t ttl = rx__cfg.registry.key_ttl_ms;
+	uint64_t ttl = rx__cfg.registry.key_ttl_ms, last;
+	struct rx_lock *l;
 
-	return ttl == 0 || now < g->last_used_ns ||
-	       now - g->last_used_ns < ttl * RX_NS_PER_MS;
+	if (ttl == 0)
+		return true;
+	l = &rx__admit_guard_locks()[rx_registry_index(r, g)];
+	rx__lock(l);
+	last = g->last_used_ns;
+	rx__unlock(l);
+	return now < last || now - last < ttl * RX_NS_PER_MS;
 }
 
 struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
@@ -149,7 +158,7 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 
 	if (g) {
 		if (rx_registry_is(r, g, key, len, hash) &&
-		    fresh_enough(g, now))
+		    fresh_enough(r, g, now))
 			return g;
 		unpin(g); /* another key's, or idle too long */
 	}
