@@ -19,6 +19,7 @@
 
 #include "lock.h"
 #include "resilix.h"
+#include "runtime.h"
 #include "shared.h"
 #include "shim_config.h"
 #include "state.h"
@@ -61,6 +62,15 @@ static inline void rx__permit_copy(struct rx_gate_permit *dst,
 struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 					uint32_t hash, uint64_t now_ns);
 void rx__key_release(struct rx_guard *g);
+
+/* rx__key_kept - the pin this thread kept (ADR-546), taken back when it
+ * is @key's (@len bytes, @hash its rx_registry_hash); NULL, the slot
+ * untouched, otherwise. Its freshness is the caller's to check
+ * (rx__key_admit_kept); rx__key_unpin gives back one found stale. The
+ * fast half of rx__key_acquire_hashed, for a connect (ADR-575). Per
+ * thread; O(key length). */
+struct rx_guard *rx__key_kept(const char *key, size_t len, uint32_t hash);
+void rx__key_unpin(struct rx_guard *g);
 
 static inline struct rx_guard *rx__key_acquire(const char *key, size_t len,
 					       uint64_t now_ns)
@@ -224,6 +234,64 @@ static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 	rx__shm_mark_end(&m, g);
 	rx__unlock(l);
 	return ok;
+}
+
+/*
+ * rx__key_admit_kept - the admission of a connect on @g, a pin this
+ * thread kept (keypin.c, ADR-546) and took back for the same key, at
+ * @now (the caller's clock read), with rx__ka_on (ADR-575): under one
+ * hold of the guard's lock, the kept pin's freshness (the key used
+ * within its idle TTL, as rx__key_acquire_hashed asks) and the
+ * admission itself - rx_guard_admit_fast for the common case, else, for
+ * a guard of the default policies (breaker and limiter only, which no
+ * line of token or slot waiters holds, ADR-383), rx_guard_admit with a
+ * caller that may wait. Returns RX_KEPT_ADMIT (@permit filled; no
+ * deadline armed, none is on), RX_KEPT_REFUSE (refused and counted, as
+ * rx__admit_call would; rx__refusal_errno says ECONNREFUSED),
+ * RX_KEPT_STALE (nothing changed: the key idled past its TTL - give the
+ * pin back and acquire afresh) or RX_KEPT_ASK (nothing changed: ask
+ * rx__admit_call, which may queue the caller). A kept pin is never in
+ * shared mode, so no hold row is marked. One guard lock round trip; O(1).
+ */
+enum rx_kept_admission {
+	RX_KEPT_ADMIT,
+	RX_KEPT_REFUSE,
+	RX_KEPT_STALE,
+	RX_KEPT_ASK
+};
+
+static inline enum rx_kept_admission
+rx__key_admit_kept(struct rx_guard *g, uint64_t now,
+		   struct rx_gate_permit *permit)
+{
+	struct rx_admit_ctx ctx = {.now_ns = now, .can_wait = true,
+				   RX_SHM_CTX};
+	uint64_t ttl = rx__cfg.registry.key_ttl_ms, last;
+	struct rx_lock *l = rx__key_lock(g);
+	enum rx_kept_admission k = RX_KEPT_ASK;
+	struct rx_refusal why;
+
+	rx__lock(l);
+	last = g->last_used_ns;
+	if (ttl != 0 && now >= last && now - last >= ttl * RX_NS_PER_MS)
+		k = RX_KEPT_STALE;
+	else if (__builtin_expect(rx_guard_admit_fast(g, &ctx, permit), 1))
+		k = RX_KEPT_ADMIT;
+	else if (g->plain) {
+		ctx.rng = rx__thread_rng();
+		switch (rx_guard_admit(g, &ctx, permit, &why)) {
+		case RX_ADMIT:
+			k = RX_KEPT_ADMIT;
+			break;
+		case RX_REFUSE:
+			k = RX_KEPT_REFUSE;
+			break;
+		default: /* RX_QUEUE: nothing changed */
+			break;
+		}
+	}
+	rx__unlock(l);
+	return k;
 }
 
 /*

@@ -269,9 +269,11 @@ static bool settle_overdue(struct rx_op *op)
 /* Move a pending connect to WAITING (it connected). */
 static void connected(struct rx_op *op)
 {
-	struct addr_hold ah = {.guard = NULL};
+	struct addr_hold ah; /* only its guard is read when it holds none */
 	struct rx_lock *l;
 	uint64_t now = rx__now_ns();
+
+	ah.guard = NULL;
 
 	if (!rx__owner_fast())
 		return;

@@ -199,17 +199,39 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	if (!late && !(e = rx__fd_for_connect(fd, e, dev, ino, seen)))
 		goto pass;
 	now = rx__now_ns();
+	ah.guard = NULL;
+	g = NULL;
+	dl_seq = 0;
+	/* The common connect: the key this thread's last connection kept
+	 * pinned, admitted under one hold of its lock (ADR-575). */
+	if (rx__ka_on && late && !named &&
+	    (g = rx__key_kept(key, klen, hash))) {
+		switch (rx__key_admit_kept(g, now, &permit)) {
+		case RX_KEPT_ADMIT:
+			goto admitted;
+		case RX_KEPT_REFUSE:
+			rx__key_release(g);
+			return refused(fd, fresh, saved);
+		case RX_KEPT_STALE:
+			rx__key_unpin(g);
+			g = NULL;
+			break;
+		case RX_KEPT_ASK:
+			break;
+		}
+	}
 	/* The address first: a dead address of a live name is refused at
 	 * once, and the program's fallback moves on (ADR-220). */
-	ah.guard =
-	    named ? rx__key_acquire_hashed(d->key, d->len, d->hash, now) : NULL;
+	if (named)
+		ah.guard = rx__key_acquire_hashed(d->key, d->len, d->hash, now);
 	ah.start_ns = now;
 	if (ah.guard &&
 	    !rx__admit(ah.guard, &now, &ah.permit, "connect", fd, false)) {
 		rx__key_release(ah.guard);
 		return refused(fd, fresh, saved);
 	}
-	g = rx__key_acquire_hashed(key, klen, hash, now);
+	if (!g)
+		g = rx__key_acquire_hashed(key, klen, hash, now);
 	if (!g || !rx__admit_call(g, &now, &permit, "connect", fd, false, e,
 				  &dl_seq)) {
 		give_back(&ah, now, "refused");
@@ -218,6 +240,7 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		rx__key_release(g);
 		return refused(fd, fresh, saved);
 	}
+admitted:
 	if (late && !(e = rx__fd_for_connect(fd, NULL, dev, ino, seen))) {
 		/* No record to be had (another thread's meanwhile): the call
 		 * was never the shim's. */

@@ -178,6 +178,25 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	return g;
 }
 
+struct rx_guard *rx__key_kept(const char *key, size_t len, uint32_t hash)
+{
+	int s = spare_slot - 1;
+	struct rx_guard *g;
+
+	if (s < 0)
+		return NULL;
+	g = atomic_load_explicit(&spare[s], memory_order_relaxed);
+	if (!g || !rx_registry_is(rx__admit_registry(), g, key, len, hash))
+		return NULL;
+	atomic_store_explicit(&spare[s], NULL, memory_order_relaxed);
+	return g;
+}
+
+void rx__key_unpin(struct rx_guard *g)
+{
+	unpin(g);
+}
+
 void rx__key_release(struct rx_guard *g)
 {
 	int s = slot_of_thread();
