@@ -63,13 +63,9 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 					uint32_t hash, uint64_t now_ns);
 void rx__key_release(struct rx_guard *g);
 
-/* rx__key_kept - the pin this thread kept (ADR-546), taken back when it
- * is @key's (@len bytes, @hash its rx_registry_hash); NULL, the slot
- * untouched, otherwise. Its freshness is the caller's to check
- * (rx__key_admit_kept); rx__key_unpin gives back one found stale. The
- * fast half of rx__key_acquire_hashed, for a connect (ADR-575). Per
- * thread; O(key length). */
-struct rx_guard *rx__key_kept(const char *key, size_t len, uint32_t hash);
+/* rx__key_unpin - give pin @g back to the registry at once, never to
+ * the thread's slot: a kept pin rx__key_kept (keypin.h) took back and
+ * found stale. Thread-safe; O(1). */
 void rx__key_unpin(struct rx_guard *g);
 
 static inline struct rx_guard *rx__key_acquire(const char *key, size_t len,

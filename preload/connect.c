@@ -31,6 +31,7 @@
 #include "errclass.h"
 #include "fdmark.h"
 #include "fdtable.h"
+#include "keypin.h"
 #include "protocols.h"
 #include "runtime.h"
 #include "sockkey.h"
@@ -206,18 +207,17 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 	 * pinned, admitted under one hold of its lock (ADR-575). */
 	if (rx__ka_on && late && !named &&
 	    (g = rx__key_kept(key, klen, hash))) {
-		switch (rx__key_admit_kept(g, now, &permit)) {
-		case RX_KEPT_ADMIT:
-			goto admitted;
-		case RX_KEPT_REFUSE:
-			rx__key_release(g);
+		enum rx_kept_admission k = rx__key_admit_kept(g, now, &permit);
+
+		/* A refusal leaves the pin kept, as a release would. */
+		if (k == RX_KEPT_REFUSE)
 			return refused(fd, fresh, saved);
-		case RX_KEPT_STALE:
+		rx__key_kept_take();
+		if (k == RX_KEPT_ADMIT)
+			goto admitted;
+		if (k == RX_KEPT_STALE) {
 			rx__key_unpin(g);
 			g = NULL;
-			break;
-		case RX_KEPT_ASK:
-			break;
 		}
 	}
 	/* The address first: a dead address of a live name is refused at

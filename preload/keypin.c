@@ -33,14 +33,15 @@
 #include "runtime.h"
 #include "shared.h"
 
-#define SPARE_SLOTS 64
+#define SPARE_SLOTS RX_KEYPIN_SLOTS
+#define spare rx__keypin_spare
+#define spare_slot rx__keypin_slot
 
-/* The pin each slot's thread keeps (NULL: none), and whether a thread
- * owns the slot. */
-static struct rx_guard *_Atomic spare[SPARE_SLOTS];
+/* The pin each slot's thread keeps (NULL: none; keypin.h), and whether a
+ * thread owns the slot. */
+struct rx_guard *_Atomic rx__keypin_spare[SPARE_SLOTS];
 static atomic_bool spare_owned[SPARE_SLOTS];
-/* This thread's slot + 1; 0: none yet; -1: none to be had. */
-static RX_TLS int spare_slot;
+RX_TLS int rx__keypin_slot;
 static RX_TLS bool spare_wanted; /* this thread released a pin before */
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -175,20 +176,6 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 			"key=%s event=registry-full max_keys=%u "
 			"msg=\"calls to new keys pass through unguarded\"",
 			key, rx__cfg.registry.max_keys);
-	return g;
-}
-
-struct rx_guard *rx__key_kept(const char *key, size_t len, uint32_t hash)
-{
-	int s = spare_slot - 1;
-	struct rx_guard *g;
-
-	if (s < 0)
-		return NULL;
-	g = atomic_load_explicit(&spare[s], memory_order_relaxed);
-	if (!g || !rx_registry_is(rx__admit_registry(), g, key, len, hash))
-		return NULL;
-	atomic_store_explicit(&spare[s], NULL, memory_order_relaxed);
 	return g;
 }
 
