@@ -266,16 +266,17 @@ static bool settle_overdue(struct rx_op *op)
 	return true;
 }
 
-/* Move a pending connect to WAITING (it connected). */
-static void connected(struct rx_op *op)
+/* Move a pending connect to WAITING (it connected). @owned: the caller
+ * is the connect whose start checked the owner (ADR-543), in this call. */
+static inline __attribute__((always_inline)) void
+connected_as(struct rx_op *op, bool owned)
 {
 	struct addr_hold ah; /* only its guard is read when it holds none */
 	struct rx_lock *l;
 	uint64_t now = rx__now_ns();
 
 	ah.guard = NULL;
-
-	if (!rx__owner_fast())
+	if (!owned && !rx__owner_fast())
 		return;
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
@@ -292,6 +293,11 @@ static void connected(struct rx_op *op)
 	}
 	rx__unlock(l);
 	addr_settle(&ah, RX_SUCCESS, now, now, "connected");
+}
+
+static void connected(struct rx_op *op)
+{
+	connected_as(op, false);
 }
 
 /*
@@ -417,8 +423,9 @@ void rx__connect_end(struct rx_op *op, int rc)
 {
 	int err = errno;
 
+	/* Right after rx__connect_begin: no fork came between (ADR-543). */
 	if (rc == 0 || (op->again && err == EISCONN))
-		connected(op);
+		connected_as(op, true);
 	else if (err == EINPROGRESS && !op->again &&
 		 !rx__fd_mark_nonblock(op->fd) && rx__fd_blocking(op->fd))
 		/* A blocking connect returns EINPROGRESS only when its
