@@ -523,7 +523,7 @@ static bool wait_again(struct rx_guard *g, uint64_t *now,
 static inline __attribute__((always_inline)) bool
 admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	   const char *where, int fd, bool dontwait, bool deadlines,
-	   const void *owner, uint16_t *seq)
+	   const void *owner, uint16_t *seq, bool queued)
 {
 	/* Optimistic: most calls are admitted at once, and whether the
 	 * caller may wait costs a system call, asked only when it matters. */
@@ -539,6 +539,10 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	unsigned timed_out = 0;
 	uint32_t slot = 0, waiters = 0;
 
+	if (queued) { /* decided once already (rx__admit_queued) */
+		d = RX_QUEUE;
+		goto queue;
+	}
 	rx__lock(l);
 	rx__watch_begin(&w, g, *now);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
@@ -562,6 +566,7 @@ admit_impl(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 	watch_report(&w, g, *now);
 	if (d == RX_ADMIT)
 		return true;
+queue:
 	if (d == RX_QUEUE) {
 		int saved = errno;
 
@@ -635,7 +640,7 @@ admit_deadlined(struct rx_guard *g, uint64_t *now,
 		bool dontwait, const void *owner, uint16_t *seq)
 {
 	return admit_impl(g, now, permit, where, fd, dontwait, true, owner,
-			  seq);
+			  seq, false);
 }
 
 bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
@@ -645,7 +650,7 @@ bool rx__admit(struct rx_guard *g, uint64_t *now, struct rx_gate_permit *permit,
 		return admit_deadlined(g, now, permit, where, fd, dontwait,
 				       NULL, NULL);
 	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
-			  NULL);
+			  NULL, false);
 }
 
 bool rx__admit_call(struct rx_guard *g, uint64_t *now,
@@ -657,7 +662,15 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 		return admit_deadlined(g, now, permit, where, fd, dontwait,
 				       owner, seq);
 	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
-			  NULL);
+			  NULL, false);
+}
+
+bool rx__admit_queued(struct rx_guard *g, uint64_t *now,
+		      struct rx_gate_permit *permit, const char *where, int fd,
+		      bool dontwait)
+{
+	return admit_impl(g, now, permit, where, fd, dontwait, false, NULL,
+			  NULL, true);
 }
 
 void rx__key_count_refusal(struct rx_guard *g, enum rx_reason reason)

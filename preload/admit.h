@@ -111,6 +111,19 @@ bool rx__admit_call(struct rx_guard *g, uint64_t *now,
 		    bool dontwait, const void *owner, uint16_t *seq);
 
 /*
+ * rx__admit_queued - rx__admit_call without a deadline (rx__ka_on) for a
+ * call whose first decision, asked under @g's lock with a caller that may
+ * wait, was RX_QUEUE and changed nothing (rx__key_admit_kept): decides
+ * again with the caller's real ability to wait, and waits or refuses, as
+ * rx__admit_call does from that point (ADR-575), so that a blocking
+ * caller is asked twice, never three times (the limiter's shedding band
+ * draws at each ask).
+ */
+bool rx__admit_queued(struct rx_guard *g, uint64_t *now,
+		      struct rx_gate_permit *permit, const char *where, int fd,
+		      bool dontwait);
+
+/*
  * rx__refusal_errno - the errno for the refusal just returned on this
  * thread: ECONNREFUSED, or EINTR when a signal ended a send's wait for a
  * limiter slot and the real send would have failed with EINTR (ADR-223).
@@ -245,14 +258,16 @@ static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
  * deadline armed, none is on), RX_KEPT_REFUSE (refused and counted, as
  * rx__admit_call would; rx__refusal_errno says ECONNREFUSED),
  * RX_KEPT_STALE (nothing changed: the key idled past its TTL - give the
- * pin back and acquire afresh) or RX_KEPT_ASK (nothing changed: ask
- * rx__admit_call, which may queue the caller). A kept pin is never in
+ * pin back and acquire afresh), RX_KEPT_QUEUE (rx_guard_admit said
+ * RX_QUEUE: go on with rx__admit_queued) or RX_KEPT_ASK (nothing asked
+ * but the fast admission: ask rx__admit_call). A kept pin is never in
  * shared mode, so no hold row is marked. One guard lock round trip; O(1).
  */
 enum rx_kept_admission {
 	RX_KEPT_ADMIT,
 	RX_KEPT_REFUSE,
 	RX_KEPT_STALE,
+	RX_KEPT_QUEUE,
 	RX_KEPT_ASK
 };
 
@@ -282,7 +297,8 @@ rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 		case RX_REFUSE:
 			k = RX_KEPT_REFUSE;
 			break;
-		default: /* RX_QUEUE: nothing changed */
+		default: /* RX_QUEUE */
+			k = RX_KEPT_QUEUE;
 			break;
 		}
 	}

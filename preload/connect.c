@@ -215,6 +215,13 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		rx__key_kept_take();
 		if (k == RX_KEPT_ADMIT)
 			goto admitted;
+		if (k == RX_KEPT_QUEUE) {
+			if (rx__admit_queued(g, &now, &permit, "connect", fd,
+					     false))
+				goto admitted;
+			rx__key_release(g);
+			return refused(fd, fresh, saved);
+		}
 		if (k == RX_KEPT_STALE) {
 			rx__key_unpin(g);
 			g = NULL;
