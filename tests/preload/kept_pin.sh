@@ -8,7 +8,8 @@
 # alive keep their pins; a forked child must still find room for a key of
 # its own: the pins of the threads that did not come along went back in
 # the child. And one thread alternating between keys never runs out of
-# room, and its calls are all guarded.
+# room, and its calls are all guarded. A kept pin of a key idle past its
+# TTL is given back, and the key starts afresh.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 rx_need python3
@@ -21,7 +22,7 @@ rx_upstream_start c --phases 0:ok:0
 C=$RX_PORT
 
 cat >"$RX_TMP/prog.py" <<'PY'
-import os, socket, sys, threading
+import os, socket, sys, threading, time
 mode = sys.argv[1]
 ports = [int(p) for p in sys.argv[2:]]
 REQ = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -60,6 +61,28 @@ elif mode == "fork":
     hold.set()
     for t in ts:
         t.join()
+elif mode == "ttl":
+    # Two kernel refusals in a row, a pause, a third: three in a row trip
+    # the circuit unless the key idled past its TTL in the pause and
+    # started afresh. Then the port listens: is the circuit open?
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    def attempt():
+        c = socket.socket()
+        try:
+            c.connect(("127.0.0.1", port))
+            return "ok"
+        except ConnectionRefusedError:
+            return "refused"
+        finally:
+            c.close()
+    attempt()
+    attempt()
+    time.sleep(ports[0] / 1000)
+    attempt()
+    s.listen(8)
+    print("after", attempt())
 else:
     n = sum(req(ports[i % 3]) for i in range(9))
     print("alternating", n)
@@ -90,4 +113,22 @@ rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
 rx_assert_grep "alternate: every request answered" '^alternating 9$' "$out"
 rx_assert_eq "alternate: every call guarded" 9 \
 	"$(grep -c 'event=settle verdict=success' "$err")"
+# The same without a log: a connect takes its thread's kept pin and is
+# admitted on it in one pass (ADR-575, ADR-576).
+rx_shim RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+	alternate "$A" "$B" "$C" >"$out" 2>"$err" ||
+	rx_fail "alternate, no log: exit status $?"
+rx_assert_grep "alternate, no log: every request answered" \
+	'^alternating 9$' "$out"
+# A kept pin whose key idled past its TTL is not taken: the key starts
+# afresh, as a close's unpinned key would (ADR-546, ADR-575); one used
+# within it carries the key's failures on.
+for pause in 0:refused 700:ok; do
+	rx_shim RESILIX_CONSECUTIVE_BACKSTOP=3 RESILIX_OPEN_MS=600000 \
+		RESILIX_KEY_TTL_MS=200 python3 "$RX_TMP/prog.py" \
+		ttl "${pause%%:*}" >"$out" 2>"$err" ||
+		rx_fail "ttl ${pause%%:*} ms: exit status $?"
+	rx_assert_grep "ttl: after a pause of ${pause%%:*} ms" \
+		"^after ${pause#*:}\$" "$out"
+done
 rx_pass
