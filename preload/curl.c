@@ -169,6 +169,7 @@ static void bind_all(void)
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
 					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
+	rx__curl_text_learn((const void *)real.init); /* ADR-592 */
 	if (real.setopt) {
 		atomic_store_explicit(&setopt_next, real.setopt,
 				      memory_order_release);
@@ -618,15 +619,17 @@ static RX_TLS struct key_memo {
 	uint16_t port;	  /* port_of() it was built for */
 	bool guard;	  /* filters_let_guard() */
 	bool http;	  /* is_http() */
+	uint32_t hash;	  /* rx_registry_hash() of key (ADR-590) */
 	size_t klen;
 	char key[RX_KEY_MAX + 1];
 } key_memo;
 
 /* What perform needs of @st's destination: false when the filters leave
  * it to the socket layer; else the key in @key (RX_KEY_MAX + 1 bytes),
- * its length in *@klen and is_http() in *@http. */
+ * its length in *@klen, its registry hash in *@hash and is_http() in
+ * *@http. */
 static bool destination(const struct rx_curl_handle *st, char *key,
-			size_t *klen, bool *http)
+			size_t *klen, uint32_t *hash, bool *http)
 {
 	struct key_memo *m = &key_memo;
 	bool memo = st->url_gen != 0 &&
@@ -637,6 +640,7 @@ static bool destination(const struct rx_curl_handle *st, char *key,
 			return false;
 		memcpy(key, m->key, m->klen + 1);
 		*klen = m->klen;
+		*hash = m->hash;
 		*http = m->http;
 		return true;
 	}
@@ -649,12 +653,14 @@ static bool destination(const struct rx_curl_handle *st, char *key,
 		return false;
 	}
 	*klen = make_key(st, key, RX_KEY_MAX + 1);
+	*hash = rx_registry_hash(key, *klen);
 	*http = is_http(st);
 	if (memo) {
 		m->url_gen = st->url_gen;
 		m->port = port_of(st);
 		m->guard = true;
 		m->http = *http;
+		m->hash = *hash;
 		memcpy(m->key, key, *klen + 1);
 		m->klen = *klen;
 	}
@@ -667,13 +673,15 @@ static bool destination(const struct rx_curl_handle *st, char *key,
 
 RX_EXPORT void *curl_easy_init(void)
 {
+	const void *ra = __builtin_return_address(0);
 	void *h;
 
 	bind_real();
 	if (!real.init)
 		return NULL; /* what libcurl returns when it cannot start */
 	h = real.init();
-	if (h && rx__curl_guarding()) {
+	/* Not libcurl's own closure handles (ADR-592). */
+	if (h && !rx__curl_internal(ra) && rx__curl_guarding()) {
 		int saved = errno;
 
 		rx__inside = 1;
@@ -878,6 +886,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
 	enum rx_verdict v;
 	size_t klen;
+	uint32_t hash;
 	long status = 0;
 	bool http;
 	int rc, err;
@@ -900,13 +909,13 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h); /* the socket layer attributes it */
 	err = errno;
 	rx__inside = 1; /* the key memo is this thread's */
-	if (!destination(st, key, &klen, &http)) {
+	if (!destination(st, key, &klen, &hash, &http)) {
 		rx__inside = 0;
 		errno = err;
 		return real.perform(h);
 	}
 	start = rx__now_ns();
-	g = klen ? rx__key_acquire(key, klen, start) : NULL;
+	g = klen ? rx__key_acquire_hashed(key, klen, hash, start) : NULL;
 	if (!g) {
 		rx__inside = 0;
 		errno = err;

@@ -115,6 +115,29 @@ static inline struct rx_curl_handle *rx__curl_find(const void *h)
 struct rx_curl_handle *rx__curl_follow(void *h,
 				       const struct rx_curl_handle *from);
 
+/* Where libcurl's code lies: [lo, lo + len), len 0 when not known. */
+extern uintptr_t rx__curl_text_lo RX_HIDDEN, rx__curl_text_len RX_HIDDEN;
+
+/*
+ * rx__curl_text_learn - note the executable segment of the shared object
+ * holding @fn (libcurl's curl_easy_init), for rx__curl_internal; nothing
+ * when @fn is NULL or lies in the program itself. Once, when the real
+ * functions are bound; takes the loader's lock (dl_iterate_phdr).
+ */
+void rx__curl_text_learn(const void *fn);
+
+/*
+ * rx__curl_internal - did libcurl itself make the call that returns to
+ * @ra (a return address)? libcurl 7.x makes each connection cache's
+ * closure handle with curl_easy_init and frees it with no
+ * curl_easy_cleanup: such a handle is never the program's, never
+ * performs, and is not followed (ADR-592). Two compares, O(1).
+ */
+static inline bool rx__curl_internal(const void *ra)
+{
+	return (uintptr_t)ra - rx__curl_text_lo < rx__curl_text_len;
+}
+
 /* rx__curl_forget - stop following @h (curl_easy_cleanup). Thread-safe,
  * O(1) expected. */
 void rx__curl_forget(const void *h);
