@@ -152,6 +152,8 @@ static void *lookup(const char *name, void *ours)
 	return rx__symbol_real(name, ours, rx__curl_sonames, RX_CURL_NSONAMES);
 }
 
+static void filter_fill(void);
+
 static void bind_all(void)
 {
 	int saved = errno;
@@ -171,6 +173,7 @@ static void bind_all(void)
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
 	rx__curl_text_learn((const void *)real.init); /* ADR-592 */
 	if (real.setopt) {
+		filter_fill(); /* before setopt_next: see the wrapper */
 		atomic_store_explicit(&setopt_next, real.setopt,
 				      memory_order_release);
 		atomic_store_explicit(&bound, true, memory_order_release);
@@ -218,43 +221,56 @@ static void bind_real(void)
 	X(RX_CURLOPT_CONNECT_ONLY, a)
 
 /*
- * A filter of those options, a bit per (option mod 1024), computed by the
- * compiler: most of the dozens of options a transfer sets (the tool curl
- * sets about eighty) miss it and are forwarded with a tail call, without
- * a lookup of the handle (ADR-560). A hit is checked exactly
- * (interesting()). 1024 bits, not 512: at 512 the tool curl's
- * CURLOPT_READFUNCTION (20012) and CURLOPT_NOPROGRESS (43) shared bits
- * with options the layer reads, and went out of line every transfer
- * (ADR-565).
+ * A filter of those options, a byte per (option mod 1024): most of the
+ * dozens of options a transfer sets (the tool curl sets about eighty)
+ * miss it and are forwarded with a tail call, without a lookup of the
+ * handle (ADR-560). A hit is learnt, or ignored, by learn(). 1024
+ * slots, not 512: at 512 the tool curl's CURLOPT_READFUNCTION (20012)
+ * and CURLOPT_NOPROGRESS (43) shared a slot with options the layer
+ * reads, and went out of line every transfer (ADR-565). A byte, not a
+ * bit: the test is one indexed compare, no shift (ADR-590). Zero until
+ * bind_all fills it, which it does before it lets the wrapper forward to
+ * libcurl: until then every option takes setopt_bind, which learns.
  */
-#define FILTER_BITS 1024
-#define FILTER_WORDS (FILTER_BITS / 64)
-#define FILTER_BIT(o, w)                                                       \
-	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
-#define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
-#define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
-static _Atomic uint64_t learnt_filter[FILTER_WORDS] = {
-    FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
-    FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
-    FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
-    FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
-/* The filter without the retry's options, for a process that neither
- * retries nor hedges: nothing reads what they teach (ADR-564). */
-static const uint64_t layer_filter[FILTER_WORDS] = {
-    LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
-    LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
-    LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
-    LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
+#define FILTER_SLOTS 1024
+#define FILTER_ITEM(o, a) o,
+static const int learnt_options[] = {LEARNT_OPTIONS(FILTER_ITEM, 0)};
+static const int layer_options[] = {LAYER_OPTIONS(FILTER_ITEM, 0)};
+#define N_OPTIONS(a) (sizeof(a) / sizeof((a)[0]))
+static _Atomic uint8_t learnt_filter[FILTER_SLOTS];
 static atomic_bool filter_final; /* learnt_filter is what stays */
+
+static unsigned filter_slot(int option)
+{
+	return (unsigned)option & (FILTER_SLOTS - 1);
+}
 
 static bool maybe_learnt(int option)
 {
-	unsigned b = (unsigned)option & (FILTER_BITS - 1);
+	return atomic_load_explicit(&learnt_filter[filter_slot(option)],
+				    memory_order_relaxed) != 0;
+}
 
-	return (atomic_load_explicit(&learnt_filter[b >> 6],
-				     memory_order_relaxed) >>
-		(b & 63)) &
-	       1;
+/* Every option learn() records: bind_all, before setopt_next. */
+static void filter_fill(void)
+{
+	size_t i;
+
+	for (i = 0; i < N_OPTIONS(learnt_options); i++)
+		atomic_store_explicit(
+		    &learnt_filter[filter_slot(learnt_options[i])], 1,
+		    memory_order_relaxed);
+}
+
+/* Does one of the layer's own options fall in @slot? */
+static bool layer_slot(unsigned slot)
+{
+	size_t i;
+
+	for (i = 0; i < N_OPTIONS(layer_options); i++)
+		if (filter_slot(layer_options[i]) == slot)
+			return true;
+	return false;
 }
 
 /* Once the configuration is in force (the shim ready), narrow the filter
@@ -266,24 +282,16 @@ static __attribute__((noinline)) void filter_settle(void)
 {
 	size_t i;
 
+	/* Slot by slot, never through zero for a slot the layer reads. */
 	if (!rx__retry_on() && !rx__cfg.hedge)
-		for (i = 0; i < FILTER_WORDS; i++)
-			atomic_store_explicit(&learnt_filter[i],
-					      layer_filter[i],
-					      memory_order_relaxed);
-	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
-}
+		for (i = 0; i < N_OPTIONS(learnt_options); i++) {
+			unsigned b = filter_slot(learnt_options[i]);
 
-static bool interesting(int option)
-{
-#define LEARNT_CASE(o, a) case o:
-	switch (option) {
-		LEARNT_OPTIONS(LEARNT_CASE, 0)
-		return true;
-	default:
-		return false;
-	}
-#undef LEARNT_CASE
+			if (!layer_slot(b))
+				atomic_store_explicit(&learnt_filter[b], 0,
+						      memory_order_relaxed);
+		}
+	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
 }
 
 static void copy_str(char *dst, size_t size, const char *s)
@@ -462,211 +470,6 @@ static void learn(struct rx_curl_handle *st, int option, long l, void *p)
 	}
 }
 
-/* The request method libcurl will send (Curl_http_method's order). */
-static const char *method_of(const struct rx_curl_handle *st)
-{
-	if (st->custom[0])
-		return st->custom;
-	if (st->no_body)
-		return "HEAD";
-	if (st->upload)
-		return "PUT";
-	switch (st->httpreq) {
-	case RX_CURL_REQ_POST:
-		return "POST";
-	case RX_CURL_REQ_PUT:
-		return "PUT";
-	case RX_CURL_REQ_HEAD:
-		return "HEAD";
-	default:
-		return "GET";
-	}
-}
-
-/* A bounded appender for keys: snprintf costs a thousand instructions
- * per key, this a few dozen (scripts/bench curl). */
-struct keybuf {
-	char *p;
-	size_t left; /* bytes that still fit, NUL excluded */
-};
-
-static void put_n(struct keybuf *k, const char *s, size_t n)
-{
-	if (n > k->left)
-		n = k->left;
-	memcpy(k->p, s, n);
-	k->p += n;
-	k->left -= n;
-}
-
-static void put(struct keybuf *k, const char *s)
-{
-	put_n(k, s, strlen(s));
-}
-
-static void put_port(struct keybuf *k, unsigned port)
-{
-	char d[8];
-	size_t i = sizeof(d);
-
-	do {
-		d[--i] = (char)('0' + port % 10);
-		port /= 10;
-	} while (port && i > 0);
-	put_n(k, d + i, sizeof(d) - i);
-}
-
-/* The port the transfer connects to: CURLOPT_PORT overrides the URL's. */
-static uint16_t port_of(const struct rx_curl_handle *st)
-{
-	return st->port ? st->port : st->url.port;
-}
-
-/* Format the key of @st's transfer (ADR-154) into @buf of @size (>= 1).
- * Returns its length; keys longer than @size - 1 (RX_KEY_MAX) are
- * truncated, as the registry would truncate them. */
-static size_t make_key(const struct rx_curl_handle *st, char *buf, size_t size)
-{
-	unsigned port = port_of(st);
-	struct keybuf k = {buf, size - 1};
-
-	switch (rx__config()->curl_key) {
-	case RX_CURL_KEY_ENDPOINT:
-		put(&k, method_of(st));
-		put(&k, " ");
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		put(&k, st->url.path);
-		break;
-	case RX_CURL_KEY_ORIGIN:
-		put(&k, st->url.scheme);
-		put(&k, "://");
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		break;
-	case RX_CURL_KEY_HOST:
-	default:
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		break;
-	}
-	*k.p = '\0';
-	return (size_t)(k.p - buf);
-}
-
-/*
- * Do RESILIX_INCLUDE and RESILIX_EXCLUDE let the curl layer guard @st's
- * transfer (ADR-240)? A URL whose host is an address literal is judged as
- * its connect would be. A host name is judged by the patterns that match
- * every address ("*:port"); when an address pattern could change the
- * answer, the curl layer cannot know it before libcurl resolves the name,
- * so it does not guard the transfer: it runs as if the curl layer were
- * not there, and the socket layer, which sees each connect's address,
- * applies the filters to it and guards what they let through, by
- * ip:port. Either way one layer at most counts the transfer.
- */
-static bool filters_let_guard(const struct rx_curl_handle *st)
-{
-	const struct rx_config *cfg = rx__config();
-	uint16_t port = port_of(st);
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} a;
-	socklen_t len;
-
-	memset(&a, 0, sizeof(a));
-	switch (st->url.family) {
-	case AF_INET:
-		a.in.sin_family = AF_INET;
-		a.in.sin_port = htons(port);
-		memcpy(&a.in.sin_addr, st->url.addr, 4);
-		len = sizeof(a.in);
-		break;
-	case AF_INET6:
-		a.in6.sin6_family = AF_INET6;
-		a.in6.sin6_port = htons(port);
-		memcpy(&a.in6.sin6_addr, st->url.addr, 16);
-		len = sizeof(a.in6);
-		break;
-	default:
-		return rx_filter_guarded_port(&cfg->include, &cfg->exclude,
-					      port) == RX_FILTER_YES;
-	}
-	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
-}
-
-static bool is_http(const struct rx_curl_handle *st)
-{
-	return strcmp(st->url.scheme, "http") == 0 ||
-	       strcmp(st->url.scheme, "https") == 0;
-}
-
-/*
- * The key memo (ADR-563): what the last perform on this thread derived
- * from its URL's parts and port - the filters' verdict, the key, whether
- * it is http(s) - for a handle whose parts came from the same URL memo
- * generation. Not with RESILIX_CURL_KEY=endpoint, whose key holds the
- * method and path too. The configuration is fixed once the shim is
- * ready, so nothing else can change these.
- */
-static RX_TLS struct key_memo {
-	uint64_t url_gen; /* 0: empty */
-	uint16_t port;	  /* port_of() it was built for */
-	bool guard;	  /* filters_let_guard() */
-	bool http;	  /* is_http() */
-	uint32_t hash;	  /* rx_registry_hash() of key (ADR-590) */
-	size_t klen;
-	char key[RX_KEY_MAX + 1];
-} key_memo;
-
-/* What perform needs of @st's destination: false when the filters leave
- * it to the socket layer; else the key in @key (RX_KEY_MAX + 1 bytes),
- * its length in *@klen, its registry hash in *@hash and is_http() in
- * *@http. */
-static bool destination(const struct rx_curl_handle *st, char *key,
-			size_t *klen, uint32_t *hash, bool *http)
-{
-	struct key_memo *m = &key_memo;
-	bool memo = st->url_gen != 0 &&
-		    rx__config()->curl_key != RX_CURL_KEY_ENDPOINT;
-
-	if (memo && m->url_gen == st->url_gen && m->port == port_of(st)) {
-		if (!m->guard)
-			return false;
-		memcpy(key, m->key, m->klen + 1);
-		*klen = m->klen;
-		*hash = m->hash;
-		*http = m->http;
-		return true;
-	}
-	if (!filters_let_guard(st)) {
-		if (memo) {
-			m->url_gen = st->url_gen;
-			m->port = port_of(st);
-			m->guard = false;
-		}
-		return false;
-	}
-	*klen = make_key(st, key, RX_KEY_MAX + 1);
-	*hash = rx_registry_hash(key, *klen);
-	*http = is_http(st);
-	if (memo) {
-		m->url_gen = st->url_gen;
-		m->port = port_of(st);
-		m->guard = true;
-		m->http = *http;
-		m->hash = *hash;
-		memcpy(m->key, key, *klen + 1);
-		m->klen = *klen;
-	}
-	return true;
-}
-
 /* ------------------------------------------------------------------------
  * The wrappers.
  * ---------------------------------------------------------------------- */
@@ -738,7 +541,9 @@ static __attribute__((noinline)) int setopt_learn(void *h, int option,
 	rc = forward(real.setopt, h, option, a);
 #endif
 
-	if (rc != RX_CURLE_OK || !interesting(option) || !rx__curl_guarding())
+	/* No exact check of @option first: learn() ignores what it does
+	 * not record, and the filter lets few others through (ADR-590). */
+	if (rc != RX_CURLE_OK || !rx__curl_guarding())
 		return rc;
 	if (!atomic_load_explicit(&filter_final, memory_order_relaxed))
 		filter_settle();
@@ -796,29 +601,32 @@ static _Atomic(setopt_fn) setopt_next = setopt_bind;
  * every register as the program left it (ADR-560). */
 RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
 {
+	/* Read first: the filter bind_all filled before it is libcurl's. */
+	setopt_fn next =
+	    atomic_load_explicit(&setopt_next, memory_order_acquire);
 	union setopt_arg arg;
 
 	if (maybe_learnt(option)) {
 		arg.l = (long)raw; /* the same eight bytes, whatever the type */
 		return setopt_learn(h, option, arg);
 	}
-	return atomic_load_explicit(&setopt_next, memory_order_acquire)(
-	    h, option, raw);
+	return next(h, option, raw);
 }
 #else
 RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 {
 	union setopt_arg arg;
+	setopt_fn next;
 	va_list ap;
 
 	va_start(ap, option);
 	arg = read_arg(option, ap);
 	va_end(ap);
 	/* Nothing in this path outlives a call: no register to save. */
+	next = atomic_load_explicit(&setopt_next, memory_order_acquire);
 	if (maybe_learnt(option))
 		return setopt_learn(h, option, arg);
-	return forward(atomic_load_explicit(&setopt_next, memory_order_acquire),
-		       h, option, arg);
+	return forward(next, h, option, arg);
 }
 #endif
 
@@ -909,7 +717,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h); /* the socket layer attributes it */
 	err = errno;
 	rx__inside = 1; /* the key memo is this thread's */
-	if (!destination(st, key, &klen, &hash, &http)) {
+	if (!rx__curl_destination(st, key, &klen, &hash, &http)) {
 		rx__inside = 0;
 		errno = err;
 		return real.perform(h);
@@ -936,9 +744,9 @@ RX_EXPORT int curl_easy_perform(void *h)
 	astart = start;
 	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
 		struct rx_curl_transfer t = {
-		    h, &st->cb, rx__curl_idempotent(method_of(st)), http,
+		    h, &st->cb, rx__curl_idempotent(rx__curl_method_of(st)), http,
 		    g, key, start, start, 0, real.perform, real.setopt,
-		    real.getinfo, rx__curl_hedgeable(method_of(st), http),
+		    real.getinfo, rx__curl_hedgeable(rx__curl_method_of(st), http),
 		    st->errbuf, real.duphandle, real.cleanup, NULL};
 
 		rc = rx__curl_retry_perform(&t);

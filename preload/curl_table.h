@@ -146,4 +146,23 @@ void rx__curl_forget(const void *h);
  * also drops a hedged duplicate kept for @st's CURLINFO. O(1). */
 void rx__curl_state_clear(struct rx_curl_handle *st);
 
+/* ---- the key (curl_key.c) ---------------------------------------- */
+
+/* rx__curl_method_of - the request method libcurl will send for @st
+ * (Curl_http_method's order): a static string or @st->custom. O(1). */
+const char *rx__curl_method_of(const struct rx_curl_handle *st);
+
+/*
+ * rx__curl_destination - what perform needs of @st's destination (ADR-154,
+ * ADR-240): false when the filters leave it to the socket layer; else
+ * true, with the key in @key (RX_KEY_MAX + 1 bytes), its length in
+ * *@klen (0: no key), its rx_registry_hash in *@hash and whether the
+ * scheme is http(s) in *@http. A handle whose URL parts came from the
+ * URL memo generation this thread keyed last takes the key memo's
+ * (ADR-563, ADR-590). Call with rx__inside set (the memo is this
+ * thread's). O(key length).
+ */
+bool rx__curl_destination(const struct rx_curl_handle *st, char *key,
+			  size_t *klen, uint32_t *hash, bool *http);
+
 #endif
