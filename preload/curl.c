@@ -729,7 +729,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 		errno = err;
 		return real.perform(h);
 	}
-	if (!rx__key_admit(g, start, &permit, &why, "curl")) {
+	/* The guard's common case first, as a kept-alive request takes it
+	 * (ADR-591): one lock round trip; anything else, the general
+	 * admission, which may queue. */
+	if (!(rx__ka_on && rx__key_admit_fast(g, start, &permit)) &&
+	    !rx__key_admit(g, start, &permit, &why, "curl")) {
 		rx__key_release(g);
 		if (st->errbuf)
 			rx__curl_refusal_message(st->errbuf, key, &why);
