@@ -62,8 +62,8 @@
  * an unknown number is read as a pointer, and libcurl refuses it anyway.
  * On x86-64 every one of those is one eightbyte in the same register, so
  * the wrapper reads it as a named argument and the common path - an
- * option the layer does not read, by a bit test - is a jump to libcurl's
- * (ADR-560). What the wrapper learns is recorded only when libcurl
+ * option the layer does not read, by a byte test - is a jump to libcurl's
+ * (ADR-560, ADR-590). What the wrapper learns is recorded only when libcurl
  * accepted the option.
  */
 #include "config.h"
@@ -730,7 +730,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h);
 	}
 	/* The guard's common case first, as a kept-alive request takes it
-	 * (ADR-591): one lock round trip; anything else, the general
+	 * (ADR-593): one lock round trip; anything else, the general
 	 * admission, which may queue. */
 	if (!(rx__ka_on && rx__key_admit_fast(g, start, &permit)) &&
 	    !rx__key_admit(g, start, &permit, &why, "curl")) {

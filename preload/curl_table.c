@@ -8,7 +8,9 @@
  * and the free list, never held across a call into libcurl. An entry is
  * created by curl_easy_init and curl_easy_duphandle only - never by
  * setopt, so handles libcurl makes for itself (DoH) and frees without
- * curl_easy_cleanup cannot leak entries - and freed by curl_easy_cleanup.
+ * curl_easy_cleanup cannot leak entries; nor by the curl_easy_init calls
+ * libcurl makes itself, whose return address lies in its own code
+ * (ADR-592) - and freed by curl_easy_cleanup.
  * Handles created while the table is full are not followed: their
  * transfers pass to the socket layer. An entry's fields belong to the
  * thread using the handle (libcurl forbids using one handle from two
