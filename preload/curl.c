@@ -124,7 +124,9 @@ static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
  * forwards to it without a check); until then, bind_real calls
  * pthread_once, which returns at once after the first time. */
 static atomic_bool bound;
-static _Atomic(setopt_fn) setopt_next; /* curl_easy_setopt's next hop */
+/* curl_easy_setopt's next hop; not static: x86-64's wrapper, in
+ * assembly, jumps through it. */
+extern _Atomic(setopt_fn) rx__curl_setopt_next RX_HIDDEN;
 
 /* Our own definitions, to recognise them if a lookup finds them. */
 RX_EXPORT void *curl_easy_init(void);
@@ -136,7 +138,13 @@ RX_EXPORT void *curl_easy_duphandle(void *h);
 
 /* Our definitions, to recognise them if a lookup finds them (symbols.h). */
 RX_SELF(curl_easy_init);
+#if RX_CURL_ARG_IN_REGISTER
+/* Defined, with the wrapper, in assembly below. */
+extern int self_curl_easy_setopt(void *h, int option, uintptr_t raw)
+    RX_HIDDEN;
+#else
 RX_SELF(curl_easy_setopt);
+#endif
 RX_SELF(curl_easy_perform);
 RX_SELF(curl_easy_cleanup);
 RX_SELF(curl_easy_reset);
@@ -151,8 +159,6 @@ static void *lookup(const char *name, void *ours)
 {
 	return rx__symbol_real(name, ours, rx__curl_sonames, RX_CURL_NSONAMES);
 }
-
-static void filter_fill(void);
 
 static void bind_all(void)
 {
@@ -173,8 +179,7 @@ static void bind_all(void)
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
 	rx__curl_text_learn((const void *)real.init); /* ADR-592 */
 	if (real.setopt) {
-		filter_fill(); /* before setopt_next: see the wrapper */
-		atomic_store_explicit(&setopt_next, real.setopt,
+		atomic_store_explicit(&rx__curl_setopt_next, real.setopt,
 				      memory_order_release);
 		atomic_store_explicit(&bound, true, memory_order_release);
 	}
@@ -221,76 +226,62 @@ static void bind_real(void)
 	X(RX_CURLOPT_CONNECT_ONLY, a)
 
 /*
- * A filter of those options, a byte per (option mod 1024): most of the
- * dozens of options a transfer sets (the tool curl sets about eighty)
- * miss it and are forwarded with a tail call, without a lookup of the
- * handle (ADR-560). A hit is learnt, or ignored, by learn(). 1024
- * slots, not 512: at 512 the tool curl's CURLOPT_READFUNCTION (20012)
- * and CURLOPT_NOPROGRESS (43) shared a slot with options the layer
- * reads, and went out of line every transfer (ADR-565). A byte, not a
- * bit: the test is one indexed compare, no shift (ADR-590). Zero until
- * bind_all fills it, which it does before it lets the wrapper forward to
- * libcurl: until then every option takes setopt_bind, which learns.
+ * A filter of those options, a bit per (option mod 1024), computed by the
+ * compiler: most of the dozens of options a transfer sets (the tool curl
+ * sets about eighty) miss it and are forwarded with a tail jump, without
+ * a lookup of the handle (ADR-560). A hit is learnt, or ignored, by
+ * learn() (ADR-590). 1024 bits, not 512: at 512 the tool curl's
+ * CURLOPT_READFUNCTION (20012) and CURLOPT_NOPROGRESS (43) shared bits
+ * with options the layer reads, and went out of line every transfer
+ * (ADR-565). Not static: x86-64's wrapper, in assembly, tests it.
  */
-#define FILTER_SLOTS 1024
-#define FILTER_ITEM(o, a) o,
-static const int learnt_options[] = {LEARNT_OPTIONS(FILTER_ITEM, 0)};
-static const int layer_options[] = {LAYER_OPTIONS(FILTER_ITEM, 0)};
-#define N_OPTIONS(a) (sizeof(a) / sizeof((a)[0]))
-static _Atomic uint8_t learnt_filter[FILTER_SLOTS];
-static atomic_bool filter_final; /* learnt_filter is what stays */
+#define FILTER_BITS 1024
+#define FILTER_WORDS (FILTER_BITS / 64)
+#define FILTER_BIT(o, w)                                                       \
+	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
+#define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
+#define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
+extern _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] RX_HIDDEN;
+_Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] = {
+    FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
+    FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
+    FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
+    FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
+/* The filter without the retry's options, for a process that neither
+ * retries nor hedges: nothing reads what they teach (ADR-564). */
+static const uint64_t layer_filter[FILTER_WORDS] = {
+    LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
+    LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
+    LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
+    LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
+static atomic_bool filter_final; /* the filter is what stays */
 
-static unsigned filter_slot(int option)
-{
-	return (unsigned)option & (FILTER_SLOTS - 1);
-}
-
+#if !RX_CURL_ARG_IN_REGISTER
 static bool maybe_learnt(int option)
 {
-	return atomic_load_explicit(&learnt_filter[filter_slot(option)],
-				    memory_order_relaxed) != 0;
+	unsigned b = (unsigned)option & (FILTER_BITS - 1);
+
+	return (atomic_load_explicit(&rx__curl_learnt_filter[b >> 6],
+				     memory_order_relaxed) >>
+		(b & 63)) &
+	       1;
 }
-
-/* Every option learn() records: bind_all, before setopt_next. */
-static void filter_fill(void)
-{
-	size_t i;
-
-	for (i = 0; i < N_OPTIONS(learnt_options); i++)
-		atomic_store_explicit(
-		    &learnt_filter[filter_slot(learnt_options[i])], 1,
-		    memory_order_relaxed);
-}
-
-/* Does one of the layer's own options fall in @slot? */
-static bool layer_slot(unsigned slot)
-{
-	size_t i;
-
-	for (i = 0; i < N_OPTIONS(layer_options); i++)
-		if (filter_slot(layer_options[i]) == slot)
-			return true;
-	return false;
-}
+#endif
 
 /* Once the configuration is in force (the shim ready), narrow the filter
  * to the layer's own options when the retry's callbacks and bound are
  * never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
  * the process's life. Another thread reads either filter, a superset of
- * what it must see either way: every hit is checked exactly. */
+ * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
 {
 	size_t i;
 
-	/* Slot by slot, never through zero for a slot the layer reads. */
 	if (!rx__retry_on() && !rx__cfg.hedge)
-		for (i = 0; i < N_OPTIONS(learnt_options); i++) {
-			unsigned b = filter_slot(learnt_options[i]);
-
-			if (!layer_slot(b))
-				atomic_store_explicit(&learnt_filter[b], 0,
-						      memory_order_relaxed);
-		}
+		for (i = 0; i < FILTER_WORDS; i++)
+			atomic_store_explicit(&rx__curl_learnt_filter[i],
+					      layer_filter[i],
+					      memory_order_relaxed);
 	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
 }
 
@@ -579,7 +570,7 @@ static inline union setopt_arg read_arg(int option, va_list ap)
 }
 
 /* Where the wrapper's common path goes until bind_all has found
- * libcurl's curl_easy_setopt (setopt_next): bind, forward, learn. */
+ * libcurl's curl_easy_setopt (rx__curl_setopt_next): bind, forward, learn. */
 static int setopt_bind(void *h, int option, ...)
 {
 	union setopt_arg arg;
@@ -591,27 +582,50 @@ static int setopt_bind(void *h, int option, ...)
 	return setopt_learn(h, option, arg);
 }
 
-static _Atomic(setopt_fn) setopt_next = setopt_bind;
+_Atomic(setopt_fn) rx__curl_setopt_next = setopt_bind;
 
 #if RX_CURL_ARG_IN_REGISTER
 /* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
  * function pointer, curl_off_t, blob pointer), which a variadic call
  * passes in the register a third named one would use (the psABI, 3.5.7):
- * read as such, the common path ends in a jump to libcurl's setopt, with
- * every register as the program left it (ADR-560). */
-RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
+ * read as such (ADR-560). The wrapper itself is five instructions of
+ * assembly (ADR-590): the option's bit in the filter, tested in memory
+ * with r11 (a scratch register no argument uses) for the index, then a
+ * jump - to libcurl's setopt, or to setopt_bind before it is bound, or
+ * to the learning path - with every other register as the program left
+ * it, %al included (the count of vector registers a variadic callee
+ * reads). A compiled one took nine: a shift and mask for the word, and
+ * %al cleared because the index went through %eax. */
+int rx__curl_setopt_learn(void *h, int option, uintptr_t raw) RX_HIDDEN;
+
+__attribute__((used)) int rx__curl_setopt_learn(void *h, int option,
+						 uintptr_t raw)
 {
-	/* Read first: the filter bind_all filled before it is libcurl's. */
-	setopt_fn next =
-	    atomic_load_explicit(&setopt_next, memory_order_acquire);
 	union setopt_arg arg;
 
-	if (maybe_learnt(option)) {
-		arg.l = (long)raw; /* the same eight bytes, whatever the type */
-		return setopt_learn(h, option, arg);
-	}
-	return next(h, option, raw);
+	arg.l = (long)raw; /* the same eight bytes, whatever the type */
+	return setopt_learn(h, option, arg);
 }
+
+__asm__("	.text\n"
+	"	.globl curl_easy_setopt\n"
+	"	.type curl_easy_setopt, @function\n"
+	"	.p2align 4\n"
+	"curl_easy_setopt:\n"
+	"	.cfi_startproc\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	movl %esi, %r11d\n"
+	"	andl $1023, %r11d\n" /* FILTER_BITS - 1 */
+	"	btq %r11, rx__curl_learnt_filter(%rip)\n"
+	"	jc rx__curl_setopt_learn\n"
+	"	jmp *rx__curl_setopt_next(%rip)\n"
+	"	.cfi_endproc\n"
+	"	.size curl_easy_setopt, .-curl_easy_setopt\n"
+	"	.globl self_curl_easy_setopt\n" /* as RX_SELF's alias */
+	"	.hidden self_curl_easy_setopt\n"
+	"	.set self_curl_easy_setopt, curl_easy_setopt\n");
 #else
 RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 {
@@ -623,7 +637,8 @@ RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 	arg = read_arg(option, ap);
 	va_end(ap);
 	/* Nothing in this path outlives a call: no register to save. */
-	next = atomic_load_explicit(&setopt_next, memory_order_acquire);
+	next = atomic_load_explicit(&rx__curl_setopt_next,
+				    memory_order_acquire);
 	if (maybe_learnt(option))
 		return setopt_learn(h, option, arg);
 	return forward(next, h, option, arg);
