@@ -616,11 +616,47 @@ _Atomic(setopt_fn) rx__curl_setopt_next = setopt_bind;
  * %al cleared because the index went through %eax. */
 int rx__curl_setopt_learn(void *h, int option, uintptr_t raw) RX_HIDDEN;
 
+/* Would learn() leave @st as it is for @option set to @raw (the tool
+ * curl sets CURLOPT_FOLLOWLOCATION, CURLOPT_UPLOAD and
+ * CURLOPT_CUSTOMREQUEST to their defaults on every new handle)? Read as
+ * learn() reads it: a long's eight bytes, or the pointer. */
+static bool learnt_already(const struct rx_curl_handle *st, int option,
+			   uintptr_t raw)
+{
+	switch (option) {
+	case RX_CURLOPT_FOLLOWLOCATION:
+		return st->follow == ((long)raw != 0);
+	case RX_CURLOPT_ERRORBUFFER:
+		return st->errbuf == (char *)raw;
+	case RX_CURLOPT_CUSTOMREQUEST:
+		return raw == 0 && st->custom[0] == '\0';
+	case RX_CURLOPT_UPLOAD:
+	case RX_CURLOPT_PUT:
+		return (long)raw == 0 && !st->upload &&
+		       st->httpreq == RX_CURL_REQ_GET;
+	case RX_CURLOPT_NOBODY:
+		return (long)raw == 0 && !st->no_body &&
+		       st->httpreq != RX_CURL_REQ_HEAD;
+	default:
+		return false;
+	}
+}
+
+/* An option the filter let through. When the handle's entry - this
+ * thread's last, found without a lock (ADR-561) - already holds what
+ * learn() would record, learning changes nothing, whether libcurl
+ * accepts the option or not: a jump to libcurl's (ADR-590). */
 __attribute__((used)) int rx__curl_setopt_learn(void *h, int option,
 						 uintptr_t raw)
 {
+	const struct rx_curl_handle *st = rx__curl_last_state;
 	union setopt_arg arg;
 
+	if (st && rx__curl_last_handle == h &&
+	    __atomic_load_n(&st->handle, __ATOMIC_RELAXED) == h &&
+	    atomic_load_explicit(&bound, memory_order_acquire) &&
+	    learnt_already(st, option, raw))
+		return real.setopt(h, option, raw);
 	arg.l = (long)raw; /* the same eight bytes, whatever the type */
 	return setopt_learn(h, option, arg);
 }
