@@ -62,7 +62,7 @@
  * an unknown number is read as a pointer, and libcurl refuses it anyway.
  * On x86-64 every one of those is one eightbyte in the same register, so
  * the wrapper reads it as a named argument and the common path - an
- * option the layer does not read, by a byte test - is a jump to libcurl's
+ * option the layer does not read, by a bit test - is a jump to libcurl's
  * (ADR-560, ADR-590). What the wrapper learns is recorded only when libcurl
  * accepted the option.
  */
