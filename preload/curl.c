@@ -141,8 +141,7 @@ RX_EXPORT void *curl_easy_duphandle(void *h);
 RX_SELF(curl_easy_init);
 #if RX_CURL_ARG_IN_REGISTER
 /* Defined, with the wrapper, in assembly below. */
-extern int self_curl_easy_setopt(void *h, int option, uintptr_t raw)
-    RX_HIDDEN;
+extern int self_curl_easy_setopt(void *h, int option, uintptr_t raw) RX_HIDDEN;
 #else
 RX_SELF(curl_easy_setopt);
 #endif
@@ -647,7 +646,7 @@ static bool learnt_already(const struct rx_curl_handle *st, int option,
  * learn() would record, learning changes nothing, whether libcurl
  * accepts the option or not: a jump to libcurl's (ADR-590). */
 __attribute__((used)) int rx__curl_setopt_learn(void *h, int option,
-						 uintptr_t raw)
+						uintptr_t raw)
 {
 	const struct rx_curl_handle *st = rx__curl_last_state;
 	union setopt_arg arg;
@@ -691,8 +690,8 @@ RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 	arg = read_arg(option, ap);
 	va_end(ap);
 	/* Nothing in this path outlives a call: no register to save. */
-	next = atomic_load_explicit(&rx__curl_setopt_next,
-				    memory_order_acquire);
+	next =
+	    atomic_load_explicit(&rx__curl_setopt_next, memory_order_acquire);
 	if (maybe_learnt(option))
 		return setopt_learn(h, option, arg);
 	return forward(next, h, option, arg);
@@ -816,11 +815,12 @@ RX_EXPORT int curl_easy_perform(void *h)
 	rx__curl_active = 1;
 	astart = start;
 	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
+		const char *method = rx__curl_method_of(st);
 		struct rx_curl_transfer t = {
-		    h, &st->cb, rx__curl_idempotent(rx__curl_method_of(st)), http,
-		    g, key, start, start, 0, real.perform, real.setopt,
-		    real.getinfo, rx__curl_hedgeable(rx__curl_method_of(st), http),
-		    st->errbuf, real.duphandle, real.cleanup, NULL};
+		    h, &st->cb, rx__curl_idempotent(method), http, g, key,
+		    start, start, 0, real.perform, real.setopt, real.getinfo,
+		    rx__curl_hedgeable(method, http), st->errbuf,
+		    real.duphandle, real.cleanup, NULL};
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;

@@ -178,11 +178,11 @@ static RX_TLS struct key_memo {
 } key_memo;
 
 bool rx__curl_destination(const struct rx_curl_handle *st, char *key,
-			size_t *klen, uint32_t *hash, bool *http)
+			  size_t *klen, uint32_t *hash, bool *http)
 {
 	struct key_memo *m = &key_memo;
-	bool memo = st->url_gen != 0 &&
-		    rx__config()->curl_key != RX_CURL_KEY_ENDPOINT;
+	bool memo =
+	    st->url_gen != 0 && rx__config()->curl_key != RX_CURL_KEY_ENDPOINT;
 
 	if (memo && m->url_gen == st->url_gen && m->port == port_of(st)) {
 		if (!m->guard)

@@ -305,7 +305,6 @@ struct rx_curl_handle *rx__curl_follow(void *h,
 	return st;
 }
 
-
 uintptr_t rx__curl_text_lo, rx__curl_text_len;
 
 /* dl_iterate_phdr's visit: the executable PT_LOAD holding @arg. */
