@@ -660,7 +660,7 @@ __attribute__((used)) int rx__curl_setopt_learn(void *h, int option,
 	return setopt_learn(h, option, arg);
 }
 
-__asm__("	.text\n"
+__asm__("	.pushsection .text\n"
 	"	.globl curl_easy_setopt\n"
 	"	.type curl_easy_setopt, @function\n"
 	"	.p2align 4\n"
@@ -678,7 +678,8 @@ __asm__("	.text\n"
 	"	.size curl_easy_setopt, .-curl_easy_setopt\n"
 	"	.globl self_curl_easy_setopt\n" /* as RX_SELF's alias */
 	"	.hidden self_curl_easy_setopt\n"
-	"	.set self_curl_easy_setopt, curl_easy_setopt\n");
+	"	.set self_curl_easy_setopt, curl_easy_setopt\n"
+	"	.popsection\n");
 #else
 RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 {
