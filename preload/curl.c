@@ -63,7 +63,7 @@
  * On x86-64 every one of those is one eightbyte in the same register, so
  * the wrapper reads it as a named argument and the common path - an
  * option the layer does not read, by a bit test - is a jump to libcurl's
- * (ADR-560). What the wrapper learns is recorded only when libcurl
+ * (ADR-560, ADR-590). What the wrapper learns is recorded only when libcurl
  * accepted the option.
  */
 #include "config.h"
@@ -74,6 +74,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,7 +125,9 @@ static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
  * forwards to it without a check); until then, bind_real calls
  * pthread_once, which returns at once after the first time. */
 static atomic_bool bound;
-static _Atomic(setopt_fn) setopt_next; /* curl_easy_setopt's next hop */
+/* curl_easy_setopt's next hop; not static: x86-64's wrapper, in
+ * assembly, jumps through it. */
+extern _Atomic(setopt_fn) rx__curl_setopt_next RX_HIDDEN;
 
 /* Our own definitions, to recognise them if a lookup finds them. */
 RX_EXPORT void *curl_easy_init(void);
@@ -136,7 +139,12 @@ RX_EXPORT void *curl_easy_duphandle(void *h);
 
 /* Our definitions, to recognise them if a lookup finds them (symbols.h). */
 RX_SELF(curl_easy_init);
+#if RX_CURL_ARG_IN_REGISTER
+/* Defined, with the wrapper, in assembly below. */
+extern int self_curl_easy_setopt(void *h, int option, uintptr_t raw) RX_HIDDEN;
+#else
 RX_SELF(curl_easy_setopt);
+#endif
 RX_SELF(curl_easy_perform);
 RX_SELF(curl_easy_cleanup);
 RX_SELF(curl_easy_reset);
@@ -169,8 +177,9 @@ static void bind_all(void)
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
 					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
+	rx__curl_text_learn((const void *)real.init); /* ADR-592 */
 	if (real.setopt) {
-		atomic_store_explicit(&setopt_next, real.setopt,
+		atomic_store_explicit(&rx__curl_setopt_next, real.setopt,
 				      memory_order_release);
 		atomic_store_explicit(&bound, true, memory_order_release);
 	}
@@ -219,12 +228,12 @@ static void bind_real(void)
 /*
  * A filter of those options, a bit per (option mod 1024), computed by the
  * compiler: most of the dozens of options a transfer sets (the tool curl
- * sets about eighty) miss it and are forwarded with a tail call, without
- * a lookup of the handle (ADR-560). A hit is checked exactly
- * (interesting()). 1024 bits, not 512: at 512 the tool curl's
+ * sets about eighty) miss it and are forwarded with a tail jump, without
+ * a lookup of the handle (ADR-560). A hit is learnt, or ignored, by
+ * learn() (ADR-590). 1024 bits, not 512: at 512 the tool curl's
  * CURLOPT_READFUNCTION (20012) and CURLOPT_NOPROGRESS (43) shared bits
  * with options the layer reads, and went out of line every transfer
- * (ADR-565).
+ * (ADR-565). Not static: x86-64's wrapper, in assembly, tests it.
  */
 #define FILTER_BITS 1024
 #define FILTER_WORDS (FILTER_BITS / 64)
@@ -232,7 +241,8 @@ static void bind_real(void)
 	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
 #define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
 #define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
-static _Atomic uint64_t learnt_filter[FILTER_WORDS] = {
+extern _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] RX_HIDDEN;
+_Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] = {
     FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
     FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
     FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
@@ -244,45 +254,35 @@ static const uint64_t layer_filter[FILTER_WORDS] = {
     LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
     LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
     LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
-static atomic_bool filter_final; /* learnt_filter is what stays */
+static atomic_bool filter_final; /* the filter is what stays */
 
+#if !RX_CURL_ARG_IN_REGISTER
 static bool maybe_learnt(int option)
 {
 	unsigned b = (unsigned)option & (FILTER_BITS - 1);
 
-	return (atomic_load_explicit(&learnt_filter[b >> 6],
+	return (atomic_load_explicit(&rx__curl_learnt_filter[b >> 6],
 				     memory_order_relaxed) >>
 		(b & 63)) &
 	       1;
 }
+#endif
 
 /* Once the configuration is in force (the shim ready), narrow the filter
  * to the layer's own options when the retry's callbacks and bound are
  * never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
  * the process's life. Another thread reads either filter, a superset of
- * what it must see either way: every hit is checked exactly. */
+ * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
 {
 	size_t i;
 
 	if (!rx__retry_on() && !rx__cfg.hedge)
 		for (i = 0; i < FILTER_WORDS; i++)
-			atomic_store_explicit(&learnt_filter[i],
+			atomic_store_explicit(&rx__curl_learnt_filter[i],
 					      layer_filter[i],
 					      memory_order_relaxed);
 	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
-}
-
-static bool interesting(int option)
-{
-#define LEARNT_CASE(o, a) case o:
-	switch (option) {
-		LEARNT_OPTIONS(LEARNT_CASE, 0)
-		return true;
-	default:
-		return false;
-	}
-#undef LEARNT_CASE
 }
 
 static void copy_str(char *dst, size_t size, const char *s)
@@ -317,6 +317,23 @@ static RX_TLS struct url_memo {
 } url_memo;
 static atomic_uint_fast64_t memo_gens;
 
+/* The memo's parts into a handle's: all but the path, which only
+ * RESILIX_CURL_KEY=endpoint reads - 256 bytes of the struct's 570 that
+ * the tool curl's one URL per handle copied for nothing (ADR-590). */
+static void url_take(struct rx_curl_url *dst, const struct rx_curl_url *src)
+{
+	size_t at = offsetof(struct rx_curl_url, path),
+	       after = at + sizeof(src->path);
+
+	memcpy(dst, src, at);
+	memcpy((char *)dst + after, (const char *)src + after,
+	       sizeof(*src) - after);
+	if (rx__config()->curl_key == RX_CURL_KEY_ENDPOINT)
+		memcpy(dst->path, src->path, sizeof(src->path));
+	else
+		dst->path[0] = '\0';
+}
+
 /* CURLOPT_URL: @p (NULL: unset) parsed into @st, or taken from the memo. */
 static void learn_url(struct rx_curl_handle *st, const char *p)
 {
@@ -336,7 +353,7 @@ static void learn_url(struct rx_curl_handle *st, const char *p)
 	     strcmp(st->default_scheme, m->default_scheme) == 0)) {
 		st->url_ok = m->ok;
 		if (m->ok) {
-			st->url = m->parsed;
+			url_take(&st->url, &m->parsed);
 			st->url_gen = m->gen;
 		}
 		return;
@@ -461,219 +478,21 @@ static void learn(struct rx_curl_handle *st, int option, long l, void *p)
 	}
 }
 
-/* The request method libcurl will send (Curl_http_method's order). */
-static const char *method_of(const struct rx_curl_handle *st)
-{
-	if (st->custom[0])
-		return st->custom;
-	if (st->no_body)
-		return "HEAD";
-	if (st->upload)
-		return "PUT";
-	switch (st->httpreq) {
-	case RX_CURL_REQ_POST:
-		return "POST";
-	case RX_CURL_REQ_PUT:
-		return "PUT";
-	case RX_CURL_REQ_HEAD:
-		return "HEAD";
-	default:
-		return "GET";
-	}
-}
-
-/* A bounded appender for keys: snprintf costs a thousand instructions
- * per key, this a few dozen (scripts/bench curl). */
-struct keybuf {
-	char *p;
-	size_t left; /* bytes that still fit, NUL excluded */
-};
-
-static void put_n(struct keybuf *k, const char *s, size_t n)
-{
-	if (n > k->left)
-		n = k->left;
-	memcpy(k->p, s, n);
-	k->p += n;
-	k->left -= n;
-}
-
-static void put(struct keybuf *k, const char *s)
-{
-	put_n(k, s, strlen(s));
-}
-
-static void put_port(struct keybuf *k, unsigned port)
-{
-	char d[8];
-	size_t i = sizeof(d);
-
-	do {
-		d[--i] = (char)('0' + port % 10);
-		port /= 10;
-	} while (port && i > 0);
-	put_n(k, d + i, sizeof(d) - i);
-}
-
-/* The port the transfer connects to: CURLOPT_PORT overrides the URL's. */
-static uint16_t port_of(const struct rx_curl_handle *st)
-{
-	return st->port ? st->port : st->url.port;
-}
-
-/* Format the key of @st's transfer (ADR-154) into @buf of @size (>= 1).
- * Returns its length; keys longer than @size - 1 (RX_KEY_MAX) are
- * truncated, as the registry would truncate them. */
-static size_t make_key(const struct rx_curl_handle *st, char *buf, size_t size)
-{
-	unsigned port = port_of(st);
-	struct keybuf k = {buf, size - 1};
-
-	switch (rx__config()->curl_key) {
-	case RX_CURL_KEY_ENDPOINT:
-		put(&k, method_of(st));
-		put(&k, " ");
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		put(&k, st->url.path);
-		break;
-	case RX_CURL_KEY_ORIGIN:
-		put(&k, st->url.scheme);
-		put(&k, "://");
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		break;
-	case RX_CURL_KEY_HOST:
-	default:
-		put(&k, st->url.host);
-		put(&k, ":");
-		put_port(&k, port);
-		break;
-	}
-	*k.p = '\0';
-	return (size_t)(k.p - buf);
-}
-
-/*
- * Do RESILIX_INCLUDE and RESILIX_EXCLUDE let the curl layer guard @st's
- * transfer (ADR-240)? A URL whose host is an address literal is judged as
- * its connect would be. A host name is judged by the patterns that match
- * every address ("*:port"); when an address pattern could change the
- * answer, the curl layer cannot know it before libcurl resolves the name,
- * so it does not guard the transfer: it runs as if the curl layer were
- * not there, and the socket layer, which sees each connect's address,
- * applies the filters to it and guards what they let through, by
- * ip:port. Either way one layer at most counts the transfer.
- */
-static bool filters_let_guard(const struct rx_curl_handle *st)
-{
-	const struct rx_config *cfg = rx__config();
-	uint16_t port = port_of(st);
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} a;
-	socklen_t len;
-
-	memset(&a, 0, sizeof(a));
-	switch (st->url.family) {
-	case AF_INET:
-		a.in.sin_family = AF_INET;
-		a.in.sin_port = htons(port);
-		memcpy(&a.in.sin_addr, st->url.addr, 4);
-		len = sizeof(a.in);
-		break;
-	case AF_INET6:
-		a.in6.sin6_family = AF_INET6;
-		a.in6.sin6_port = htons(port);
-		memcpy(&a.in6.sin6_addr, st->url.addr, 16);
-		len = sizeof(a.in6);
-		break;
-	default:
-		return rx_filter_guarded_port(&cfg->include, &cfg->exclude,
-					      port) == RX_FILTER_YES;
-	}
-	return rx_filter_guarded(&cfg->include, &cfg->exclude, &a.sa, len);
-}
-
-static bool is_http(const struct rx_curl_handle *st)
-{
-	return strcmp(st->url.scheme, "http") == 0 ||
-	       strcmp(st->url.scheme, "https") == 0;
-}
-
-/*
- * The key memo (ADR-563): what the last perform on this thread derived
- * from its URL's parts and port - the filters' verdict, the key, whether
- * it is http(s) - for a handle whose parts came from the same URL memo
- * generation. Not with RESILIX_CURL_KEY=endpoint, whose key holds the
- * method and path too. The configuration is fixed once the shim is
- * ready, so nothing else can change these.
- */
-static RX_TLS struct key_memo {
-	uint64_t url_gen; /* 0: empty */
-	uint16_t port;	  /* port_of() it was built for */
-	bool guard;	  /* filters_let_guard() */
-	bool http;	  /* is_http() */
-	size_t klen;
-	char key[RX_KEY_MAX + 1];
-} key_memo;
-
-/* What perform needs of @st's destination: false when the filters leave
- * it to the socket layer; else the key in @key (RX_KEY_MAX + 1 bytes),
- * its length in *@klen and is_http() in *@http. */
-static bool destination(const struct rx_curl_handle *st, char *key,
-			size_t *klen, bool *http)
-{
-	struct key_memo *m = &key_memo;
-	bool memo = st->url_gen != 0 &&
-		    rx__config()->curl_key != RX_CURL_KEY_ENDPOINT;
-
-	if (memo && m->url_gen == st->url_gen && m->port == port_of(st)) {
-		if (!m->guard)
-			return false;
-		memcpy(key, m->key, m->klen + 1);
-		*klen = m->klen;
-		*http = m->http;
-		return true;
-	}
-	if (!filters_let_guard(st)) {
-		if (memo) {
-			m->url_gen = st->url_gen;
-			m->port = port_of(st);
-			m->guard = false;
-		}
-		return false;
-	}
-	*klen = make_key(st, key, RX_KEY_MAX + 1);
-	*http = is_http(st);
-	if (memo) {
-		m->url_gen = st->url_gen;
-		m->port = port_of(st);
-		m->guard = true;
-		m->http = *http;
-		memcpy(m->key, key, *klen + 1);
-		m->klen = *klen;
-	}
-	return true;
-}
-
 /* ------------------------------------------------------------------------
  * The wrappers.
  * ---------------------------------------------------------------------- */
 
 RX_EXPORT void *curl_easy_init(void)
 {
+	const void *ra = __builtin_return_address(0);
 	void *h;
 
 	bind_real();
 	if (!real.init)
 		return NULL; /* what libcurl returns when it cannot start */
 	h = real.init();
-	if (h && rx__curl_guarding()) {
+	/* Not libcurl's own closure handles (ADR-592). */
+	if (h && !rx__curl_internal(ra) && rx__curl_guarding()) {
 		int saved = errno;
 
 		rx__inside = 1;
@@ -730,7 +549,9 @@ static __attribute__((noinline)) int setopt_learn(void *h, int option,
 	rc = forward(real.setopt, h, option, a);
 #endif
 
-	if (rc != RX_CURLE_OK || !interesting(option) || !rx__curl_guarding())
+	/* No exact check of @option first: learn() ignores what it does
+	 * not record, and the filter lets few others through (ADR-590). */
+	if (rc != RX_CURLE_OK || !rx__curl_guarding())
 		return rc;
 	if (!atomic_load_explicit(&filter_final, memory_order_relaxed))
 		filter_settle();
@@ -766,7 +587,7 @@ static inline union setopt_arg read_arg(int option, va_list ap)
 }
 
 /* Where the wrapper's common path goes until bind_all has found
- * libcurl's curl_easy_setopt (setopt_next): bind, forward, learn. */
+ * libcurl's curl_easy_setopt (rx__curl_setopt_next): bind, forward, learn. */
 static int setopt_bind(void *h, int option, ...)
 {
 	union setopt_arg arg;
@@ -778,39 +599,103 @@ static int setopt_bind(void *h, int option, ...)
 	return setopt_learn(h, option, arg);
 }
 
-static _Atomic(setopt_fn) setopt_next = setopt_bind;
+_Atomic(setopt_fn) rx__curl_setopt_next = setopt_bind;
 
 #if RX_CURL_ARG_IN_REGISTER
 /* x86-64: the argument is one INTEGER-class eightbyte (long, pointer,
  * function pointer, curl_off_t, blob pointer), which a variadic call
  * passes in the register a third named one would use (the psABI, 3.5.7):
- * read as such, the common path ends in a jump to libcurl's setopt, with
- * every register as the program left it (ADR-560). */
-RX_EXPORT int curl_easy_setopt(void *h, int option, uintptr_t raw)
+ * read as such (ADR-560). The wrapper itself is five instructions of
+ * assembly (ADR-590): the option's bit in the filter, tested in memory
+ * with r11 (a scratch register no argument uses) for the index, then a
+ * jump - to libcurl's setopt, or to setopt_bind before it is bound, or
+ * to the learning path - with every other register as the program left
+ * it, %al included (the count of vector registers a variadic callee
+ * reads). A compiled one took nine: a shift and mask for the word, and
+ * %al cleared because the index went through %eax. */
+int rx__curl_setopt_learn(void *h, int option, uintptr_t raw) RX_HIDDEN;
+
+/* Would learn() leave @st as it is for @option set to @raw (the tool
+ * curl sets CURLOPT_FOLLOWLOCATION, CURLOPT_UPLOAD and
+ * CURLOPT_CUSTOMREQUEST to their defaults on every new handle)? Read as
+ * learn() reads it: a long's eight bytes, or the pointer. */
+static bool learnt_already(const struct rx_curl_handle *st, int option,
+			   uintptr_t raw)
 {
+	switch (option) {
+	case RX_CURLOPT_FOLLOWLOCATION:
+		return st->follow == ((long)raw != 0);
+	case RX_CURLOPT_ERRORBUFFER:
+		return st->errbuf == (char *)raw;
+	case RX_CURLOPT_CUSTOMREQUEST:
+		return raw == 0 && st->custom[0] == '\0';
+	case RX_CURLOPT_UPLOAD:
+	case RX_CURLOPT_PUT:
+		return (long)raw == 0 && !st->upload &&
+		       st->httpreq == RX_CURL_REQ_GET;
+	case RX_CURLOPT_NOBODY:
+		return (long)raw == 0 && !st->no_body &&
+		       st->httpreq != RX_CURL_REQ_HEAD;
+	default:
+		return false;
+	}
+}
+
+/* An option the filter let through. When the handle's entry - this
+ * thread's last, found without a lock (ADR-561) - already holds what
+ * learn() would record, learning changes nothing, whether libcurl
+ * accepts the option or not: a jump to libcurl's (ADR-590). */
+__attribute__((used)) int rx__curl_setopt_learn(void *h, int option,
+						uintptr_t raw)
+{
+	const struct rx_curl_handle *st = rx__curl_last_state;
 	union setopt_arg arg;
 
-	if (maybe_learnt(option)) {
-		arg.l = (long)raw; /* the same eight bytes, whatever the type */
-		return setopt_learn(h, option, arg);
-	}
-	return atomic_load_explicit(&setopt_next, memory_order_acquire)(
-	    h, option, raw);
+	if (st && rx__curl_last_handle == h &&
+	    __atomic_load_n(&st->handle, __ATOMIC_RELAXED) == h &&
+	    atomic_load_explicit(&bound, memory_order_acquire) &&
+	    learnt_already(st, option, raw))
+		return real.setopt(h, option, raw);
+	arg.l = (long)raw; /* the same eight bytes, whatever the type */
+	return setopt_learn(h, option, arg);
 }
+
+__asm__("	.pushsection .text\n"
+	"	.globl curl_easy_setopt\n"
+	"	.type curl_easy_setopt, @function\n"
+	"	.p2align 4\n"
+	"curl_easy_setopt:\n"
+	"	.cfi_startproc\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	movl %esi, %r11d\n"
+	"	andl $1023, %r11d\n" /* FILTER_BITS - 1 */
+	"	btq %r11, rx__curl_learnt_filter(%rip)\n"
+	"	jc rx__curl_setopt_learn\n"
+	"	jmp *rx__curl_setopt_next(%rip)\n"
+	"	.cfi_endproc\n"
+	"	.size curl_easy_setopt, .-curl_easy_setopt\n"
+	"	.globl self_curl_easy_setopt\n" /* as RX_SELF's alias */
+	"	.hidden self_curl_easy_setopt\n"
+	"	.set self_curl_easy_setopt, curl_easy_setopt\n"
+	"	.popsection\n");
 #else
 RX_EXPORT int curl_easy_setopt(void *h, int option, ...)
 {
 	union setopt_arg arg;
+	setopt_fn next;
 	va_list ap;
 
 	va_start(ap, option);
 	arg = read_arg(option, ap);
 	va_end(ap);
 	/* Nothing in this path outlives a call: no register to save. */
+	next =
+	    atomic_load_explicit(&rx__curl_setopt_next, memory_order_acquire);
 	if (maybe_learnt(option))
 		return setopt_learn(h, option, arg);
-	return forward(atomic_load_explicit(&setopt_next, memory_order_acquire),
-		       h, option, arg);
+	return forward(next, h, option, arg);
 }
 #endif
 
@@ -878,6 +763,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
 	enum rx_verdict v;
 	size_t klen;
+	uint32_t hash;
 	long status = 0;
 	bool http;
 	int rc, err;
@@ -900,19 +786,23 @@ RX_EXPORT int curl_easy_perform(void *h)
 		return real.perform(h); /* the socket layer attributes it */
 	err = errno;
 	rx__inside = 1; /* the key memo is this thread's */
-	if (!destination(st, key, &klen, &http)) {
+	if (!rx__curl_destination(st, key, &klen, &hash, &http)) {
 		rx__inside = 0;
 		errno = err;
 		return real.perform(h);
 	}
 	start = rx__now_ns();
-	g = klen ? rx__key_acquire(key, klen, start) : NULL;
+	g = klen ? rx__key_acquire_hashed(key, klen, hash, start) : NULL;
 	if (!g) {
 		rx__inside = 0;
 		errno = err;
 		return real.perform(h);
 	}
-	if (!rx__key_admit(g, start, &permit, &why, "curl")) {
+	/* The guard's common case first, as a kept-alive request takes it
+	 * (ADR-593): one lock round trip; anything else, the general
+	 * admission, which may queue. */
+	if (!(rx__ka_on && rx__key_admit_fast(g, start, &permit)) &&
+	    !rx__key_admit(g, start, &permit, &why, "curl")) {
 		rx__key_release(g);
 		if (st->errbuf)
 			rx__curl_refusal_message(st->errbuf, key, &why);
@@ -926,11 +816,12 @@ RX_EXPORT int curl_easy_perform(void *h)
 	rx__curl_active = 1;
 	astart = start;
 	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
+		const char *method = rx__curl_method_of(st);
 		struct rx_curl_transfer t = {
-		    h, &st->cb, rx__curl_idempotent(method_of(st)), http,
-		    g, key, start, start, 0, real.perform, real.setopt,
-		    real.getinfo, rx__curl_hedgeable(method_of(st), http),
-		    st->errbuf, real.duphandle, real.cleanup, NULL};
+		    h, &st->cb, rx__curl_idempotent(method), http, g, key,
+		    start, start, 0, real.perform, real.setopt, real.getinfo,
+		    rx__curl_hedgeable(method, http), st->errbuf,
+		    real.duphandle, real.cleanup, NULL};
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;

@@ -273,7 +273,9 @@ void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
 RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS);
 RX_SELF(curl_easy_getinfo);
 
-static atomic_bool getinfo_bound; /* real_getinfo found */
+typedef int (*getinfo_fn)(void *, int, ...);
+/* real_getinfo once found: the wrapper's one check (ADR-593). */
+static _Atomic(getinfo_fn) getinfo_next;
 
 static void bind_getinfo(void)
 {
@@ -283,13 +285,22 @@ static void bind_getinfo(void)
 	    "curl_easy_getinfo", (void *)self_curl_easy_getinfo, rx__curl_sonames,
 	    RX_CURL_NSONAMES);
 	if (real_getinfo)
-		atomic_store_explicit(&getinfo_bound, true,
+		atomic_store_explicit(&getinfo_next, real_getinfo,
 				      memory_order_release);
 	errno = saved;
 }
 
+/* The first call: bind, then forward. Out of line, so that the common
+ * path saves no register and ends in a jump. */
+static __attribute__((noinline)) getinfo_fn getinfo_first(void)
+{
+	(void)pthread_once(&getinfo_once, bind_getinfo);
+	return real_getinfo;
+}
+
 RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 {
+	getinfo_fn f = atomic_load_explicit(&getinfo_next, memory_order_acquire);
 #if !RX_CURL_ARG_IN_REGISTER
 	va_list ap;
 	void *p;
@@ -300,12 +311,12 @@ RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 	p = va_arg(ap, void *);
 	va_end(ap);
 #endif
-	if (!atomic_load_explicit(&getinfo_bound, memory_order_acquire)) {
-		(void)pthread_once(&getinfo_once, bind_getinfo);
-		if (!real_getinfo)
+	if (!f) {
+		f = getinfo_first();
+		if (!f)
 			return RX_CURLE_FAILED_INIT;
 	}
-	return real_getinfo(kept_dup && h == kept_h ? kept_dup : h, info, p);
+	return f(kept_dup && h == kept_h ? kept_dup : h, info, p);
 }
 
 /* ---- the race -------------------------------------------------------- */

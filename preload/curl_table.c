@@ -8,7 +8,9 @@
  * and the free list, never held across a call into libcurl. An entry is
  * created by curl_easy_init and curl_easy_duphandle only - never by
  * setopt, so handles libcurl makes for itself (DoH) and frees without
- * curl_easy_cleanup cannot leak entries - and freed by curl_easy_cleanup.
+ * curl_easy_cleanup cannot leak entries; nor by the curl_easy_init calls
+ * libcurl makes itself, whose return address lies in its own code
+ * (ADR-592) - and freed by curl_easy_cleanup.
  * Handles created while the table is full are not followed: their
  * transfers pass to the socket layer. An entry's fields belong to the
  * thread using the handle (libcurl forbids using one handle from two
@@ -23,6 +25,7 @@
  */
 #include "config.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -302,3 +305,35 @@ struct rx_curl_handle *rx__curl_follow(void *h,
 	return st;
 }
 
+uintptr_t rx__curl_text_lo, rx__curl_text_len;
+
+/* dl_iterate_phdr's visit: the executable PT_LOAD holding @arg. */
+static int text_visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t fn = (uintptr_t)arg;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) ||
+		    fn - lo >= p->p_memsz)
+			continue;
+		/* In the program itself (a static libcurl it exports), every
+		 * call would look internal: learn nothing. */
+		if (info->dlpi_name && info->dlpi_name[0]) {
+			rx__curl_text_lo = lo;
+			rx__curl_text_len = p->p_memsz;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+void rx__curl_text_learn(const void *fn)
+{
+	if (fn)
+		(void)dl_iterate_phdr(text_visit, (void *)fn);
+}

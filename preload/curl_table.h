@@ -115,6 +115,29 @@ static inline struct rx_curl_handle *rx__curl_find(const void *h)
 struct rx_curl_handle *rx__curl_follow(void *h,
 				       const struct rx_curl_handle *from);
 
+/* Where libcurl's code lies: [lo, lo + len), len 0 when not known. */
+extern uintptr_t rx__curl_text_lo RX_HIDDEN, rx__curl_text_len RX_HIDDEN;
+
+/*
+ * rx__curl_text_learn - note the executable segment of the shared object
+ * holding @fn (libcurl's curl_easy_init), for rx__curl_internal; nothing
+ * when @fn is NULL or lies in the program itself. Once, when the real
+ * functions are bound; takes the loader's lock (dl_iterate_phdr).
+ */
+void rx__curl_text_learn(const void *fn);
+
+/*
+ * rx__curl_internal - did libcurl itself make the call that returns to
+ * @ra (a return address)? libcurl 7.x makes each connection cache's
+ * closure handle with curl_easy_init and frees it with no
+ * curl_easy_cleanup: such a handle is never the program's, never
+ * performs, and is not followed (ADR-592). Two compares, O(1).
+ */
+static inline bool rx__curl_internal(const void *ra)
+{
+	return (uintptr_t)ra - rx__curl_text_lo < rx__curl_text_len;
+}
+
 /* rx__curl_forget - stop following @h (curl_easy_cleanup). Thread-safe,
  * O(1) expected. */
 void rx__curl_forget(const void *h);
@@ -122,5 +145,24 @@ void rx__curl_forget(const void *h);
 /* rx__curl_state_clear - back to libcurl's defaults (curl_easy_reset);
  * also drops a hedged duplicate kept for @st's CURLINFO. O(1). */
 void rx__curl_state_clear(struct rx_curl_handle *st);
+
+/* ---- the key (curl_key.c) ---------------------------------------- */
+
+/* rx__curl_method_of - the request method libcurl will send for @st
+ * (Curl_http_method's order): a static string or @st->custom. O(1). */
+const char *rx__curl_method_of(const struct rx_curl_handle *st);
+
+/*
+ * rx__curl_destination - what perform needs of @st's destination (ADR-154,
+ * ADR-240): false when the filters leave it to the socket layer; else
+ * true, with the key in @key (RX_KEY_MAX + 1 bytes), its length in
+ * *@klen (0: no key), its rx_registry_hash in *@hash and whether the
+ * scheme is http(s) in *@http. A handle whose URL parts came from the
+ * URL memo generation this thread keyed last takes the key memo's
+ * (ADR-563, ADR-590). Call with rx__inside set (the memo is this
+ * thread's). O(key length).
+ */
+bool rx__curl_destination(const struct rx_curl_handle *st, char *key,
+			  size_t *klen, uint32_t *hash, bool *http);
 
 #endif

@@ -314,7 +314,9 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
  * range. Commands this table does not know are read as pointers, as glibc
  * itself does: every argument fits in one.
  */
-static long fcntl_arg(int cmd, va_list ap)
+enum fcntl_arg_kind { FCNTL_NONE, FCNTL_INT, FCNTL_PTR };
+
+static inline enum fcntl_arg_kind fcntl_kind(int cmd)
 {
 	switch (cmd) {
 	case F_GETFD:
@@ -326,7 +328,7 @@ static long fcntl_arg(int cmd, va_list ap)
 #ifdef F_GET_SEALS
 	case F_GET_SEALS:
 #endif
-		return 0;
+		return FCNTL_NONE;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
 	case F_SETFD:
@@ -339,15 +341,54 @@ static long fcntl_arg(int cmd, va_list ap)
 #ifdef F_ADD_SEALS
 	case F_ADD_SEALS:
 #endif
+		return FCNTL_INT;
+	default:
+		return FCNTL_PTR;
+	}
+}
+
+/* RX_FCNTL_ARG_IN_REGISTER: 1 where that argument, one INTEGER-class
+ * eightbyte whatever its type, arrives in the register a named third
+ * argument would use (x86-64, the psABI 3.5.7), so the wrappers read it
+ * as one and spill no register save area (ADR-591); 0 elsewhere, where
+ * they use va_arg. -DRX_FCNTL_VA_ARG forces 0, to test that path. */
+#if defined(__x86_64__) && defined(__LP64__) && !defined(RX_FCNTL_VA_ARG)
+#define RX_FCNTL_ARG_IN_REGISTER 1
+#else
+#define RX_FCNTL_ARG_IN_REGISTER 0
+#endif
+
+#if RX_FCNTL_ARG_IN_REGISTER
+/* The register's eight bytes, as @cmd's type: an int's upper half
+ * dropped and sign-extended back, as va_arg(ap, int) reads it. */
+static inline long fcntl_arg_raw(int cmd, uintptr_t raw)
+{
+	switch (fcntl_kind(cmd)) {
+	case FCNTL_NONE:
+		return 0;
+	case FCNTL_INT:
+		return (long)(int)(unsigned)raw;
+	default:
+		return (long)raw;
+	}
+}
+#else
+static inline long fcntl_arg(int cmd, va_list ap)
+{
+	switch (fcntl_kind(cmd)) {
+	case FCNTL_NONE:
+		return 0;
+	case FCNTL_INT:
 		return (long)va_arg(ap, int);
 	default:
 		return (long)(intptr_t)va_arg(ap, void *);
 	}
 }
+#endif
 
 /* F_DUPFD and F_DUPFD_CLOEXEC make a duplicate like dup does; F_SETFL
  * may change O_NONBLOCK, which the number's mark follows (ADR-543). */
-static int fcntl_result(int fd, int cmd, long arg, int rc)
+static inline int fcntl_result(int fd, int cmd, long arg, int rc)
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return duplicate(fd, rc);
@@ -356,6 +397,31 @@ static int fcntl_result(int fd, int cmd, long arg, int rc)
 	return rc;
 }
 
+#if RX_FCNTL_ARG_IN_REGISTER
+/* The wrappers under the libc names, with a named third argument: the
+ * headers declare fcntl variadic, so the C names differ. */
+int rx__fcntl_reg(int fd, int cmd, uintptr_t raw) __asm__("fcntl");
+int rx__fcntl64_reg(int fd, int cmd, uintptr_t raw) __asm__("fcntl64");
+int rx__fcntl_alias(int fd, int cmd, uintptr_t raw) __asm__("__fcntl");
+
+RX_EXPORT int rx__fcntl_reg(int fd, int cmd, uintptr_t raw)
+{
+	long arg = fcntl_arg_raw(cmd, raw);
+
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl(fd, cmd, arg));
+}
+
+/* glibc's reserved name for the same function: the same wrapper. */
+RX_EXPORT int rx__fcntl_alias(int fd, int cmd, uintptr_t raw)
+    __attribute__((alias("fcntl")));
+
+RX_EXPORT int rx__fcntl64_reg(int fd, int cmd, uintptr_t raw)
+{
+	long arg = fcntl_arg_raw(cmd, raw);
+
+	return fcntl_result(fd, cmd, arg, rx__real_fcntl64(fd, cmd, arg));
+}
+#else
 RX_EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
@@ -380,3 +446,4 @@ RX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_end(ap);
 	return fcntl_result(fd, cmd, arg, rx__real_fcntl64(fd, cmd, arg));
 }
+#endif

@@ -5,7 +5,7 @@
  * Usage:
  *   curl_client [--mode easy|multi] [--threads N] [--requests N]
  *               [--parallel N] [--method M] [--insecure] [--errbuf]
- *               [--fresh] [--dup] [--reset] [--timeout-ms N]
+ *               [--fresh [--hold]] [--dup] [--reset] [--timeout-ms N]
  *               [--maxfilesize N] [--cainfo-blob FILE] [--refuse-body]
  *               [--unix-socket PATH | --abstract-unix-socket NAME]
  *               [--unix-until K] [--curlu-from K] URL...
@@ -24,6 +24,8 @@
  *   --errbuf        set CURLOPT_ERRORBUFFER and print it
  *   --fresh         a new handle per transfer (default: one per thread,
  *                   so connections are kept alive)
+ *   --hold          with --fresh, keep every handle (and its connection
+ *                   cache) until the last transfer is done
  *   --dup           each handle is curl_easy_duphandle of a template that
  *                   carries the options
  *   --reset         curl_easy_reset the handle before each transfer and
@@ -76,7 +78,8 @@
 static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
-static int insecure, use_errbuf, fresh, dup_mode, reset_mode, refuse_body;
+static int insecure, use_errbuf, fresh, hold, dup_mode, reset_mode;
+static int refuse_body;
 static int print_body;
 static long timeout_ms = 10000;
 static curl_off_t maxfilesize = -1;
@@ -151,6 +154,7 @@ static void *easy_thread(void *arg)
 	int t = (int)(intptr_t)arg, i;
 	char errbuf[CURL_ERROR_SIZE];
 	CURL *tmpl = NULL, *h = NULL;
+	CURL **held = hold ? calloc((size_t)requests, sizeof(*held)) : NULL;
 	CURLU *cu = NULL;
 
 	for (i = 0; i < requests; i++) {
@@ -168,9 +172,11 @@ static void *easy_thread(void *arg)
 				curl_easy_cleanup(h);
 			h = curl_easy_duphandle(tmpl);
 		} else if (!h || fresh) {
-			if (h)
+			if (h && !held)
 				curl_easy_cleanup(h);
 			h = curl_easy_init();
+			if (held)
+				held[i] = h;
 			set_options(h, url, use_errbuf ? errbuf : NULL, i);
 		} else if (reset_mode) {
 			curl_easy_reset(h);
@@ -193,8 +199,14 @@ static void *easy_thread(void *arg)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		report(t, i, rc, status, t0, use_errbuf ? errbuf : NULL);
 	}
-	if (h)
+	if (held) {
+		for (i = 0; i < requests; i++)
+			if (held[i])
+				curl_easy_cleanup(held[i]);
+		free(held);
+	} else if (h) {
 		curl_easy_cleanup(h);
+	}
 	if (tmpl)
 		curl_easy_cleanup(tmpl);
 	if (cu)
@@ -379,7 +391,8 @@ static int usage(void)
 	fprintf(stderr, "usage: curl_client [--mode easy|multi|connect-only] "
 			"[--threads N] "
 			"[--requests N] [--parallel N] [--method M] "
-			"[--insecure] [--errbuf] [--fresh] [--dup] [--reset] "
+			"[--insecure] [--errbuf] [--fresh [--hold]] [--dup] "
+			"[--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
 			"[--cainfo-blob FILE] [--refuse-body] [--print-body] "
 			"[--unix-socket PATH | --abstract-unix-socket NAME] "
@@ -402,6 +415,8 @@ int main(int argc, char **argv)
 			use_errbuf = 1;
 		else if (strcmp(o, "--fresh") == 0)
 			fresh = 1;
+		else if (strcmp(o, "--hold") == 0)
+			hold = 1;
 		else if (strcmp(o, "--dup") == 0)
 			dup_mode = 1;
 		else if (strcmp(o, "--reset") == 0)
