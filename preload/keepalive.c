@@ -232,6 +232,105 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 }
 
 /* ------------------------------------------------------------------------
+ * A write of the call in flight: the request's first on a new connection
+ * (the connect's call goes on, ADR-585), or more of a request.
+ * ---------------------------------------------------------------------- */
+
+/* No module asked yet, fed by the socket layer: a connection whose first
+ * request this is (id, layer and flags as rx__proto_open left them). */
+static inline bool fresh_on_socket(const struct rx_fd *e)
+{
+	uint16_t have = __atomic_load_n(
+	    (const uint16_t *)(const void *)&e->proto.id, __ATOMIC_RELAXED);
+
+	return have == 0 &&
+	       (__atomic_load_n(&e->proto.flags, __ATOMIC_RELAXED) &
+		RX_PROTO_ASKED) == 0;
+}
+
+/* rx__write_end's steps for a write of a waiting call that sent nothing
+ * or failed (a sent one needs none: an HTTP call in flight). */
+static __attribute__((noinline)) void
+more_end_general(int fd, struct rx_fd *e, uint32_t epoch, size_t len,
+		 int flags, ssize_t n)
+{
+	struct rx_op op;
+
+	op.fd = fd;
+	op.e = e;
+	op.len = len;
+	op.epoch = epoch;
+	op.phase = RX_FD_WAITING;
+	op.again = false;
+	op.peek = false;
+	op.dontwait = (flags & MSG_DONTWAIT) != 0;
+	op.cipher = false;
+	op.plain = false;
+	op.iov = NULL;
+	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
+	rx__write_end(&op, n);
+}
+
+ssize_t rx__ka_more(enum rx_ka_how how, int fd, struct rx_fd *e,
+		    const void *buf, size_t len, int flags)
+{
+	struct rx_lock *l;
+	uint32_t epoch;
+	uint64_t now;
+	ssize_t n;
+	bool mine = false;
+
+	if (!KA_LIKELY(rx__ka_on && thread_plain(true) && len > 0))
+		return send_general(how, fd, buf, len, flags);
+	epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	if (atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		/* More of the request (a body, a pipelined one): an HTTP
+		 * call in flight only stops awaiting its answer. */
+		if (!http_on_socket(e))
+			return send_general(how, fd, buf, len, flags);
+		rx__inside = 1;
+	} else {
+		/* The first request on the connection: first_write's steps
+		 * (call.c, ADR-192) for the request line the HTTP module
+		 * would recognise (ADR-214), no deadline to arm again. */
+		if (!KA_LIKELY(fresh_on_socket(e) && request_line(buf, len) &&
+			       e->dl_seq == 0 && rx__owner_fast()))
+			return send_general(how, fd, buf, len, flags);
+		rx__inside = 1;
+		now = rx__now_ns();
+		l = rx__fd_lock(e);
+		rx__lock(l);
+		if (atomic_load_explicit(&e->epoch, memory_order_relaxed) ==
+			epoch &&
+		    rx__fd_phase(e) == RX_FD_WAITING &&
+		    !atomic_load_explicit(&e->wrote, memory_order_relaxed) &&
+		    fresh_on_socket(e)) {
+			atomic_store_explicit(&e->wrote, 1,
+					      memory_order_relaxed);
+			if (e->connected_ns != 0 && now > e->connected_ns &&
+			    e->start_ns <= e->connected_ns)
+				e->start_ns += now - e->connected_ns;
+			rx__proto_claim(&e->proto, RX_PROTO_HTTP);
+			mine = true;
+		}
+		rx__unlock(l);
+		if (!mine) {
+			/* Another thread moved first: the general steps
+			 * look again. */
+			rx__inside = 0;
+			return send_general(how, fd, buf, len, flags);
+		}
+	}
+	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
+		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	n = real_send(how, fd, buf, len, flags);
+	if (!KA_LIKELY(n > 0))
+		more_end_general(fd, e, epoch, len, flags, n);
+	rx__inside = 0;
+	return n;
+}
+
+/* ------------------------------------------------------------------------
  * The answer's first bytes: settle.
  * ---------------------------------------------------------------------- */
 
