@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard-inl.h"
 #include "lock.h"
 #include "resilix.h"
 #include "shared.h"
@@ -220,7 +221,7 @@ static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, rx__key_slot(l));
-	ok = rx_guard_admit_fast(g, &ctx, permit);
+	ok = rx__guard_admit_fast(g, &ctx, permit);
 	rx__shm_mark_end(&m, g);
 	rx__unlock(l);
 	return ok;
@@ -249,8 +250,8 @@ static inline void rx__key_settle_fast(struct rx_guard *g,
 	/* A success that moves no count: the core's fast settlement, which
 	 * changes nothing when its case does not hold (ADR-532). */
 	if (!__builtin_expect(v == RX_SUCCESS &&
-				  rx_guard_settle_fast(g, permit, latency_us,
-						       now),
+				  rx__guard_settle_fast(g, permit, latency_us,
+							now),
 			      1)) {
 		struct rx_observation obs = {v, latency_us, now};
 
