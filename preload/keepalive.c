@@ -3,7 +3,9 @@
  * (ADR-531): idle -> waiting at the request's first write, waiting ->
  * idle at the answer's first bytes, each step one pass over the fd record
  * the wrapper found (io.c), with the clock read once and each lock - the
- * key's, the record's stripe - taken once.
+ * key's, the record's stripe - taken once; and on a new connection the
+ * first request line, which goes on with the call its connect admitted
+ * (ADR-585).
  *
  * One cheap test guards each step, and whatever it does not cover goes to
  * the call state machine's general step (call.c) untouched, which then

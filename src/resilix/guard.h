@@ -185,7 +185,8 @@ bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
  * Then it settles exactly as rx_guard_settle would with that observation
  * and returns true; otherwise it changes nothing and returns false, and
  * the caller asks rx_guard_settle (ADR-532). Not thread-safe: callers
- * serialise per guard. O(1), no allocation.
+ * serialise per guard. O(1), no allocation. The shim inlines the same
+ * body (guard-inl.h, ADR-586).
  */
 bool rx_guard_settle_fast(struct rx_guard *g,
                           const struct rx_gate_permit *permit,
