@@ -793,7 +793,10 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
-	rx_guard_settle(g, permit, &obs);
+	/* A success that moves no count: the core's one pass (ADR-532). */
+	if (v != RX_SUCCESS ||
+	    !rx__guard_settle_fast(g, permit, obs.latency_us, now))
+		rx_guard_settle(g, permit, &obs);
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);

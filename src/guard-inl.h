@@ -48,6 +48,29 @@ static inline bool rx__guard_admit_fast(struct rx_guard *g,
 }
 
 /*
+ * The part of rx__guard_settle_fast's case that only the general
+ * settlement (and a restore) moves (ADR-587): the default policies, the
+ * breaker closed, its window a full ring of the cut-offs' size below both
+ * cut-offs; the limiter neither probing nor with its window closed. The
+ * admissions never move these: a closed breaker admits with its ticket
+ * alone, an open one moves only to half-open, and the limiter's admission
+ * touches its queue and slots, never its window or probe. Kept in
+ * g->steady by rx_guard_settle; the fast settlement moves none of it.
+ */
+static inline bool rx__guard_steady(const struct rx_guard *g)
+{
+	const struct rx_breaker *b = &g->breaker;
+	const struct rx_window *w = &b->window;
+	const struct rx_limiter *l = &g->limiter;
+
+	return g->plain && b->state == RX_BREAKER_CLOSED &&
+	       w->count == w->capacity && w->count == b->cutoff_n &&
+	       w->failures < b->failure_cutoff &&
+	       !(b->slow_call_us > 0 && w->slow >= b->slow_cutoff) &&
+	       !l->probing && l->window_open;
+}
+
+/*
  * rx_guard_settle_fast, inline (its contract: resilix/guard.h). The steps
  * of rx_guard_settle for the default policies' two tickets and a success
  * that moves no count (ADR-532): the breaker closed at the ticket's
@@ -67,8 +90,9 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 	struct rx_window_slot *s;
 	uint64_t bnow, lnow;
 
-	if (RX__UNLIKELY(!g->plain || permit->count != 2 ||
-			 b->state != RX_BREAKER_CLOSED ||
+	/* g->steady: rx__guard_steady, as the last general settlement left
+	 * it; what it does not cover is asked here, before any write. */
+	if (RX__UNLIKELY(!g->steady || permit->count != 2 ||
 			 permit->tickets[0].generation != b->generation ||
 			 (b->slow_call_us > 0 && latency_us >= b->slow_call_us)))
 		return false;
@@ -76,16 +100,12 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 	s = &rx_window_slots(w)[w->tail];
 	/* A success over a success: no eviction, no count moves, so no
 	 * new cut-offs and no trip (rx__breaker_record_closed). */
-	if (RX__UNLIKELY(w->count != w->capacity || s->flags != 0 ||
+	if (RX__UNLIKELY(s->flags != 0 ||
 			 (w->max_age_ns != 0 &&
-			  rx__sat_sub(bnow, s->t_ns) >= w->max_age_ns) ||
-			 w->count != b->cutoff_n ||
-			 w->failures >= b->failure_cutoff ||
-			 (b->slow_call_us > 0 && w->slow >= b->slow_cutoff)))
+			  rx__sat_sub(bnow, s->t_ns) >= w->max_age_ns)))
 		return false;
 	lnow = rx__clock_peek(l->last_now_ns, now_ns);
-	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) || l->probing ||
-			 !l->window_open ||
+	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) ||
 			 (l->window.count + 1 >= l->cfg.window_min_samples &&
 			  rx__sat_sub(lnow, l->window_start_ns) >=
 			      l->window_min_ns)))

@@ -583,6 +583,7 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
 	    obs->latency_us >= slow_us)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
+	g->steady = rx__guard_steady(g); /* ADR-587 */
 }
 
 /* The inline function's steps (guard-inl.h, ADR-532). */

@@ -103,6 +103,8 @@ struct rx_guard {
 	bool more; /* any of the three: admit and settle take the long way */
 	bool plain; /* breaker and limiter only (shares or not): the common
 		       case rx_guard_admit_fast admits (ADR-531, ADR-492) */
+	bool steady; /* plain, and what only rx_guard_settle moves is in
+			rx_guard_settle_fast's case: its cache (ADR-587) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint32_t waiting;     /* rx_guard_wait_begin without its end */
