@@ -214,14 +214,19 @@ void rx__key_wake(struct rx_guard *g);
 static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 				      struct rx_gate_permit *permit)
 {
-	struct rx_admit_ctx ctx = {.now_ns = now, RX_SHM_CTX};
 	struct rx_lock *l = rx__key_lock(g);
 	struct rx_shm_mark m;
 	bool ok;
 
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, rx__key_slot(l));
-	ok = rx__guard_admit_fast(g, &ctx, permit);
+	if (__builtin_expect(g->shares_on, 0)) {
+		struct rx_admit_ctx ctx = {.now_ns = now, RX_SHM_CTX};
+
+		ok = rx_guard_admit_fast(g, &ctx, permit);
+	} else {
+		ok = rx__guard_admit_fast(g, now, permit);
+	}
 	rx__shm_mark_end(&m, g);
 	rx__unlock(l);
 	return ok;

@@ -340,6 +340,28 @@ ssize_t rx__ka_more(enum rx_ka_how how, int fd, struct rx_fd *e,
  * ddd" at the start of @p (at least 12 bytes), the first digit not 1, as
  * rx__sniff_feed's inline test would read it (ADR-187); 0: not one (any
  * other version is the sniffer's to read). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline int final_status(const unsigned char *p)
+{
+	uint64_t w, v11;
+	uint32_t t;
+
+	memcpy(&w, p, 8);
+	memcpy(&v11, "HTTP/1.1", 8);
+	memcpy(&t, p + 8, 4);
+	/* Word-wise (ADR-588): the versions differ in the low bit of their
+	 * last byte; then ' ' and three bytes 0x30-0x3f whose low nibbles,
+	 * plus 6, carry into none of their high ones (digits), the first
+	 * at least 2. Little-endian: p[8] is t's low byte. */
+	if ((w | ((uint64_t)1 << 56)) != v11 ||
+	    (t & 0xF0F0F0FFu) != 0x30303020u ||
+	    (((t & 0x0F0F0F00u) + 0x06060600u) & 0x10101000u) != 0 ||
+	    ((t >> 8) & 0xFu) < 2)
+		return 0;
+	return (int)((t >> 8) & 0xFu) * 100 + (int)((t >> 16) & 0xFu) * 10 +
+	       (int)((t >> 24) & 0xFu);
+}
+#else
 static inline int final_status(const unsigned char *p)
 {
 	uint64_t w, v11, v10;
@@ -353,6 +375,7 @@ static inline int final_status(const unsigned char *p)
 		return (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	return 0;
 }
+#endif
 
 /* The real function a wrapper of @how stands for (hot.h). */
 static inline ssize_t real_recv(enum rx_ka_how how, int fd, void *buf,

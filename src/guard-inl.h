@@ -19,20 +19,19 @@
 #include "limiter-inl.h"
 #include "resilix/guard.h"
 
-/* rx_guard_admit_fast without shares, inline; with shares (or any case
- * it does not cover) the out-of-line function decides. */
-static inline bool rx__guard_admit_fast(struct rx_guard *g,
-					const struct rx_admit_ctx *ctx,
+/* rx_guard_admit_fast at @now_ns for a guard without shares, inline:
+ * the same answer and writes; false, nothing changed, with shares too (the
+ * caller asks rx_guard_admit_fast, whose shares need the context). */
+static inline bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
 					struct rx_gate_permit *permit)
 {
-	uint64_t now_ns = ctx->now_ns;
 	struct rx_breaker *b = &g->breaker;
 	struct rx_limiter *l = &g->limiter;
 	uint64_t slots;
 
 	if (RX__UNLIKELY(!g->plain || g->shares_on ||
 			 b->state != RX_BREAKER_CLOSED))
-		return rx_guard_admit_fast(g, ctx, permit);
+		return false;
 	slots = rx__limiter_slot_limit(l, rx__limiter_band_limit(l, now_ns));
 	if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >= slots))
 		return false;
