@@ -93,10 +93,6 @@ static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
 static bool hooks_on;
 bool rx__ka_on;
 
-/* The guard lock of @g, through the per-thread cache (admit.h). */
-RX_TLS struct rx_guard *rx__key_lock_g;
-RX_TLS struct rx_lock *rx__key_lock_l;
-
 /* The slot's lock, uncached: for a signal handler's rx__jumped, which must
  * not touch a cache the code it interrupted may be filling. */
 static struct rx_lock *guard_lock_uncached(struct rx_guard *g)

@@ -180,8 +180,8 @@ extern bool rx__ka_on RX_HIDDEN;
  * every admission and settlement runs: no signal handler's call on the
  * thread then reaches the cache between its two loads (ADR-226). O(1).
  */
-extern RX_TLS struct rx_guard *rx__key_lock_g;
-extern RX_TLS struct rx_lock *rx__key_lock_l;
+#define rx__key_lock_g (rx__thread.key_lock_g)
+#define rx__key_lock_l (rx__thread.key_lock_l)
 struct rx_lock *rx__key_lock_miss(struct rx_guard *g);
 
 static inline struct rx_lock *rx__key_lock(struct rx_guard *g)
