@@ -164,13 +164,35 @@ send_general(enum rx_ka_how how, int fd, const void *buf, size_t len,
 	return n;
 }
 
+/* rx__write_end's steps for a write of a waiting call that sent nothing
+ * or failed (a sent one needs none: an HTTP call in flight). */
+static __attribute__((noinline)) void
+more_end_general(int fd, struct rx_fd *e, uint32_t epoch, size_t len,
+		 int flags, ssize_t n)
+{
+	struct rx_op op;
+
+	op.fd = fd;
+	op.e = e;
+	op.len = len;
+	op.epoch = epoch;
+	op.phase = RX_FD_WAITING;
+	op.again = false;
+	op.peek = false;
+	op.dontwait = (flags & MSG_DONTWAIT) != 0;
+	op.cipher = false;
+	op.plain = false;
+	op.iov = NULL;
+	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
+	rx__write_end(&op, n);
+}
+
 ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		    const void *buf, size_t len, int flags)
 {
 	struct rx_gate_permit permit;
 	struct rx_guard *g;
 	struct rx_lock *l;
-	struct rx_op op;
 	uint32_t epoch;
 	uint64_t now;
 	ssize_t n;
@@ -208,28 +230,14 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		rx__inside = 0;
 		return send_general(how, fd, buf, len, flags);
 	}
-	/* More of the request: no answer awaited until the next read. */
-	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
-		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	/* More of the request: no answer awaited until the next read (the
+	 * record's line is written already: a store, not a test). */
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	n = real_send(how, fd, buf, len, flags);
-	if (KA_LIKELY(n > 0)) {
-		rx__inside = 0;
-		return n;
-	}
 	/* An error or nothing sent: rx__write_end judges it. */
-	op.fd = fd;
-	op.e = e;
-	op.len = len;
-	op.epoch = epoch + 1;
-	op.phase = RX_FD_WAITING;
-	op.again = false;
-	op.peek = false;
-	op.dontwait = (flags & MSG_DONTWAIT) != 0;
-	op.cipher = false;
-	op.plain = false;
-	op.iov = NULL;
-	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
-	rx__write_end(&op, n);
+	if (!KA_LIKELY(n > 0))
+		more_end_general(fd, e, epoch + 1, len, flags, n);
+	rx__inside = 0;
 	return n;
 }
 
@@ -248,29 +256,6 @@ static inline bool fresh_on_socket(const struct rx_fd *e)
 	return have == 0 &&
 	       (__atomic_load_n(&e->proto.flags, __ATOMIC_RELAXED) &
 		RX_PROTO_ASKED) == 0;
-}
-
-/* rx__write_end's steps for a write of a waiting call that sent nothing
- * or failed (a sent one needs none: an HTTP call in flight). */
-static __attribute__((noinline)) void
-more_end_general(int fd, struct rx_fd *e, uint32_t epoch, size_t len,
-		 int flags, ssize_t n)
-{
-	struct rx_op op;
-
-	op.fd = fd;
-	op.e = e;
-	op.len = len;
-	op.epoch = epoch;
-	op.phase = RX_FD_WAITING;
-	op.again = false;
-	op.peek = false;
-	op.dontwait = (flags & MSG_DONTWAIT) != 0;
-	op.cipher = false;
-	op.plain = false;
-	op.iov = NULL;
-	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
-	rx__write_end(&op, n);
 }
 
 ssize_t rx__ka_more(enum rx_ka_how how, int fd, struct rx_fd *e,
