@@ -93,10 +93,6 @@ static struct key_wait *key_waits; /* rx__cfg.registry.max_keys of them */
 static bool hooks_on;
 bool rx__ka_on;
 
-/* The guard lock of @g, through the per-thread cache (admit.h). */
-RX_TLS struct rx_guard *rx__key_lock_g;
-RX_TLS struct rx_lock *rx__key_lock_l;
-
 /* The slot's lock, uncached: for a signal handler's rx__jumped, which must
  * not touch a cache the code it interrupted may be filling. */
 static struct rx_lock *guard_lock_uncached(struct rx_guard *g)
@@ -806,7 +802,10 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
-	rx_guard_settle(g, permit, &obs);
+	/* A success that moves no count: the core's one pass (ADR-532). */
+	if (v != RX_SUCCESS ||
+	    !rx__guard_settle_fast(g, permit, obs.latency_us, now))
+		rx_guard_settle(g, permit, &obs);
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard-inl.h"
 #include "lock.h"
 #include "resilix.h"
 #include "runtime.h"
@@ -198,8 +199,8 @@ extern bool rx__ka_on RX_HIDDEN;
  * every admission and settlement runs: no signal handler's call on the
  * thread then reaches the cache between its two loads (ADR-226). O(1).
  */
-extern RX_TLS struct rx_guard *rx__key_lock_g;
-extern RX_TLS struct rx_lock *rx__key_lock_l;
+#define rx__key_lock_g (rx__thread.key_lock_g)
+#define rx__key_lock_l (rx__thread.key_lock_l)
 struct rx_lock *rx__key_lock_miss(struct rx_guard *g);
 
 static inline struct rx_lock *rx__key_lock(struct rx_guard *g)
@@ -232,14 +233,19 @@ void rx__key_wake(struct rx_guard *g);
 static inline bool rx__key_admit_fast(struct rx_guard *g, uint64_t now,
 				      struct rx_gate_permit *permit)
 {
-	struct rx_admit_ctx ctx = {.now_ns = now, RX_SHM_CTX};
 	struct rx_lock *l = rx__key_lock(g);
 	struct rx_shm_mark m;
 	bool ok;
 
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, rx__key_slot(l));
-	ok = rx_guard_admit_fast(g, &ctx, permit);
+	if (__builtin_expect(g->shares_on, 0)) {
+		struct rx_admit_ctx ctx = {.now_ns = now, RX_SHM_CTX};
+
+		ok = rx_guard_admit_fast(g, &ctx, permit);
+	} else {
+		ok = rx__guard_admit_fast(g, now, permit);
+	}
 	rx__shm_mark_end(&m, g);
 	rx__unlock(l);
 	return ok;
@@ -329,8 +335,8 @@ static inline void rx__key_settle_fast(struct rx_guard *g,
 	/* A success that moves no count: the core's fast settlement, which
 	 * changes nothing when its case does not hold (ADR-532). */
 	if (!__builtin_expect(v == RX_SUCCESS &&
-				  rx_guard_settle_fast(g, permit, latency_us,
-						       now),
+				  rx__guard_settle_fast(g, permit, latency_us,
+							now),
 			      1)) {
 		struct rx_observation obs = {v, latency_us, now};
 

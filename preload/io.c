@@ -554,13 +554,15 @@ static RX_NOINLINE ssize_t do_write(int fd, const void *buf, size_t len)
 }
 
 /* write on an fd that matters: an idle record's write may start a call,
- * which the kept-alive cycle's path admits (keepalive.h); any other
- * continues the exchange. */
+ * which the kept-alive cycle's path admits, and a waiting one's goes on
+ * with its call (keepalive.h); any other continues the exchange. */
 static inline ssize_t write_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
 				const void *buf, size_t len)
 {
 	if (ph == RX_FD_IDLE)
 		return rx__ka_send(RX_KA_WRITE, fd, e, buf, len, 0);
+	if (ph == RX_FD_WAITING)
+		return rx__ka_more(RX_KA_WRITE, fd, e, buf, len, 0);
 	return do_write(fd, buf, len);
 }
 
@@ -596,6 +598,8 @@ static inline ssize_t send_rec(struct rx_fd *e, enum rx_fd_phase ph, int fd,
 {
 	if (ph == RX_FD_IDLE)
 		return rx__ka_send(RX_KA_SEND, fd, e, buf, len, flags);
+	if (ph == RX_FD_WAITING)
+		return rx__ka_more(RX_KA_SEND, fd, e, buf, len, flags);
 	return do_send(fd, buf, len, flags);
 }
 

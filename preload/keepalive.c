@@ -3,7 +3,9 @@
  * (ADR-531): idle -> waiting at the request's first write, waiting ->
  * idle at the answer's first bytes, each step one pass over the fd record
  * the wrapper found (io.c), with the clock read once and each lock - the
- * key's, the record's stripe - taken once.
+ * key's, the record's stripe - taken once; and on a new connection the
+ * first request line, which goes on with the call its connect admitted
+ * (ADR-585).
  *
  * One cheap test guards each step, and whatever it does not cover goes to
  * the call state machine's general step (call.c) untouched, which then
@@ -162,13 +164,35 @@ send_general(enum rx_ka_how how, int fd, const void *buf, size_t len,
 	return n;
 }
 
+/* rx__write_end's steps for a write of a waiting call that sent nothing
+ * or failed (a sent one needs none: an HTTP call in flight). */
+static __attribute__((noinline)) void
+more_end_general(int fd, struct rx_fd *e, uint32_t epoch, size_t len,
+		 int flags, ssize_t n)
+{
+	struct rx_op op;
+
+	op.fd = fd;
+	op.e = e;
+	op.len = len;
+	op.epoch = epoch;
+	op.phase = RX_FD_WAITING;
+	op.again = false;
+	op.peek = false;
+	op.dontwait = (flags & MSG_DONTWAIT) != 0;
+	op.cipher = false;
+	op.plain = false;
+	op.iov = NULL;
+	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
+	rx__write_end(&op, n);
+}
+
 ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		    const void *buf, size_t len, int flags)
 {
 	struct rx_gate_permit permit;
 	struct rx_guard *g;
 	struct rx_lock *l;
-	struct rx_op op;
 	uint32_t epoch;
 	uint64_t now;
 	ssize_t n;
@@ -206,28 +230,90 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		rx__inside = 0;
 		return send_general(how, fd, buf, len, flags);
 	}
-	/* More of the request: no answer awaited until the next read. */
+	/* More of the request: no answer awaited until the next read (the
+	 * record's line is written already: a store, not a test). */
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	n = real_send(how, fd, buf, len, flags);
+	/* An error or nothing sent: rx__write_end judges it. */
+	if (!KA_LIKELY(n > 0))
+		more_end_general(fd, e, epoch + 1, len, flags, n);
+	rx__inside = 0;
+	return n;
+}
+
+/* ------------------------------------------------------------------------
+ * A write of the call in flight: the request's first on a new connection
+ * (the connect's call goes on, ADR-585), or more of a request.
+ * ---------------------------------------------------------------------- */
+
+/* No module asked yet, fed by the socket layer: a connection whose first
+ * request this is (id, layer and flags as rx__proto_open left them). */
+static inline bool fresh_on_socket(const struct rx_fd *e)
+{
+	uint16_t have = __atomic_load_n(
+	    (const uint16_t *)(const void *)&e->proto.id, __ATOMIC_RELAXED);
+
+	return have == 0 &&
+	       (__atomic_load_n(&e->proto.flags, __ATOMIC_RELAXED) &
+		RX_PROTO_ASKED) == 0;
+}
+
+ssize_t rx__ka_more(enum rx_ka_how how, int fd, struct rx_fd *e,
+		    const void *buf, size_t len, int flags)
+{
+	struct rx_lock *l;
+	uint32_t epoch;
+	uint64_t now;
+	ssize_t n;
+	bool mine = false;
+
+	if (!KA_LIKELY(rx__ka_on && thread_plain(true) && len > 0))
+		return send_general(how, fd, buf, len, flags);
+	epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	if (atomic_load_explicit(&e->wrote, memory_order_relaxed)) {
+		/* More of the request (a body, a pipelined one): an HTTP
+		 * call in flight only stops awaiting its answer. */
+		if (!http_on_socket(e))
+			return send_general(how, fd, buf, len, flags);
+		rx__inside = 1;
+	} else {
+		/* The first request on the connection: first_write's steps
+		 * (call.c, ADR-192) for the request line the HTTP module
+		 * would recognise (ADR-214), no deadline to arm again. */
+		if (!KA_LIKELY(fresh_on_socket(e) && request_line(buf, len) &&
+			       e->dl_seq == 0 && rx__owner_fast()))
+			return send_general(how, fd, buf, len, flags);
+		rx__inside = 1;
+		now = rx__now_ns();
+		l = rx__fd_lock(e);
+		rx__lock(l);
+		if (atomic_load_explicit(&e->epoch, memory_order_relaxed) ==
+			epoch &&
+		    rx__fd_phase(e) == RX_FD_WAITING &&
+		    !atomic_load_explicit(&e->wrote, memory_order_relaxed) &&
+		    fresh_on_socket(e)) {
+			atomic_store_explicit(&e->wrote, 1,
+					      memory_order_relaxed);
+			if (e->connected_ns != 0 && now > e->connected_ns &&
+			    e->start_ns <= e->connected_ns)
+				e->start_ns += now - e->connected_ns;
+			rx__proto_claim(&e->proto, RX_PROTO_HTTP);
+			mine = true;
+		}
+		rx__unlock(l);
+		if (!mine) {
+			/* Another thread moved first: the general steps
+			 * look again. */
+			rx__inside = 0;
+			return send_general(how, fd, buf, len, flags);
+		}
+	}
 	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
 		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
 	n = real_send(how, fd, buf, len, flags);
-	if (KA_LIKELY(n > 0)) {
-		rx__inside = 0;
-		return n;
-	}
-	/* An error or nothing sent: rx__write_end judges it. */
-	op.fd = fd;
-	op.e = e;
-	op.len = len;
-	op.epoch = epoch + 1;
-	op.phase = RX_FD_WAITING;
-	op.again = false;
-	op.peek = false;
-	op.dontwait = (flags & MSG_DONTWAIT) != 0;
-	op.cipher = false;
-	op.plain = false;
-	op.iov = NULL;
-	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
-	rx__write_end(&op, n);
+	if (!KA_LIKELY(n > 0))
+		more_end_general(fd, e, epoch, len, flags, n);
+	rx__inside = 0;
 	return n;
 }
 
@@ -239,6 +325,28 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
  * ddd" at the start of @p (at least 12 bytes), the first digit not 1, as
  * rx__sniff_feed's inline test would read it (ADR-187); 0: not one (any
  * other version is the sniffer's to read). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline int final_status(const unsigned char *p)
+{
+	uint64_t w, v11;
+	uint32_t t;
+
+	memcpy(&w, p, 8);
+	memcpy(&v11, "HTTP/1.1", 8);
+	memcpy(&t, p + 8, 4);
+	/* Word-wise (ADR-588): the versions differ in the low bit of their
+	 * last byte; then ' ' and three bytes 0x30-0x3f whose low nibbles,
+	 * plus 6, carry into none of their high ones (digits), the first
+	 * at least 2. Little-endian: p[8] is t's low byte. */
+	if ((w | ((uint64_t)1 << 56)) != v11 ||
+	    (t & 0xF0F0F0FFu) != 0x30303020u ||
+	    (((t & 0x0F0F0F00u) + 0x06060600u) & 0x10101000u) != 0 ||
+	    ((t >> 8) & 0xFu) < 2)
+		return 0;
+	return (int)((t >> 8) & 0xFu) * 100 + (int)((t >> 16) & 0xFu) * 10 +
+	       (int)((t >> 24) & 0xFu);
+}
+#else
 static inline int final_status(const unsigned char *p)
 {
 	uint64_t w, v11, v10;
@@ -252,6 +360,7 @@ static inline int final_status(const unsigned char *p)
 		return (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	return 0;
 }
+#endif
 
 /* The real function a wrapper of @how stands for (hot.h). */
 static inline ssize_t real_recv(enum rx_ka_how how, int fd, void *buf,

@@ -29,6 +29,18 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		    const void *buf, size_t len, int flags);
 
 /*
+ * rx__ka_more - the whole of write(@fd, @buf, @len) (@how RX_KA_WRITE) or
+ * send(..., @flags) (RX_KA_SEND) on @fd, whose record @e the caller saw
+ * waiting for its answer: on a new connection the request line of its
+ * first request goes on with the call its connect admitted (the think
+ * time skipped, HTTP claimed: ADR-192, ADR-585) in one pass; more of an
+ * HTTP request needs no lock at all; anything else takes the general
+ * steps. Same result and errno as those.
+ */
+ssize_t rx__ka_more(enum rx_ka_how how, int fd, struct rx_fd *e,
+		    const void *buf, size_t len, int flags);
+
+/*
  * rx__ka_recv - the whole of read(@fd, @buf, @len) (@how RX_KA_READ) or
  * recv(..., 0) (RX_KA_RECV) on @fd, whose record @e the caller saw in
  * phase @ph, connecting or waiting for its answer: a whole final status line in the bytes read

@@ -50,8 +50,9 @@
 
 #define SHM_MAGIC "RXSHARE"  /* 8 bytes with its NUL */
 /* 2: criticality and tenant shares (ADR-489); 3: counted once a second
- * bucket or tenant calls (ADR-490). */
-#define SHM_VERSION 3u
+ * bucket or tenant calls (ADR-490); 4: every general settlement keeps the
+ * guard's steady byte (ADR-587), which an older build leaves stale. */
+#define SHM_VERSION 4u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

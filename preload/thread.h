@@ -12,11 +12,18 @@
 
 #include "base.h"
 
+struct rx_guard;
+struct rx_lock;
+
 struct rx_thread {
 	int inside;	 /* rx__inside */
 	int locks_held;	 /* rx__locks_held */
 	int tls_mode;	 /* rx__tls_mode */
 	int curl_active; /* rx__curl_active */
+	/* The guard-lock cache (admit.h's rx__key_lock), read at every
+	 * admission and settlement: here, its offset is the flags' (ADR-589). */
+	struct rx_guard *key_lock_g;
+	struct rx_lock *key_lock_l;
 };
 
 extern RX_TLS struct rx_thread rx__thread RX_HIDDEN;

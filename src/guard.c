@@ -23,6 +23,7 @@
 #include "breaker-inl.h"
 #include "common.h"
 #include "fairshare-inl.h"
+#include "guard-inl.h"
 #include "limiter-inl.h"
 #include "partition-inl.h"
 #include "resilix/error.h"
@@ -582,75 +583,15 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
 	    obs->latency_us >= slow_us)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
+	g->steady = rx__guard_steady(g); /* ADR-587 */
 }
 
-/*
- * The steps of rx_guard_settle for the default policies' two tickets and
- * a success that moves no count (ADR-532): the breaker closed at the
- * ticket's generation, its window a full ring whose oldest slot is a
- * young success, at the cut-offs' size, below both cut-offs; the limiter
- * fresh, not probing, its window open and not due. Every test that leads
- * elsewhere is asked before any write; the writes are then exactly the
- * general steps' for that case.
- */
+/* The inline function's steps (guard-inl.h, ADR-532). */
 bool rx_guard_settle_fast(struct rx_guard *g,
 			  const struct rx_gate_permit *permit,
 			  uint64_t latency_us, uint64_t now_ns)
 {
-	struct rx_breaker *b = &g->breaker;
-	struct rx_window *w = &b->window;
-	struct rx_limiter *l = &g->limiter;
-	struct rx_window_slot *s;
-	uint64_t bnow, lnow;
-
-	if (RX__UNLIKELY(!g->plain || permit->count != 2 ||
-			 b->state != RX_BREAKER_CLOSED ||
-			 permit->tickets[0].generation != b->generation ||
-			 (b->slow_call_us > 0 && latency_us >= b->slow_call_us)))
-		return false;
-	bnow = rx__clock_peek(b->last_now_ns, now_ns);
-	s = &rx_window_slots(w)[w->tail];
-	/* A success over a success: no eviction, no count moves, so no
-	 * new cut-offs and no trip (rx__breaker_record_closed). */
-	if (RX__UNLIKELY(w->count != w->capacity || s->flags != 0 ||
-			 (w->max_age_ns != 0 &&
-			  rx__sat_sub(bnow, s->t_ns) >= w->max_age_ns) ||
-			 w->count != b->cutoff_n ||
-			 w->failures >= b->failure_cutoff ||
-			 (b->slow_call_us > 0 && w->slow >= b->slow_cutoff)))
-		return false;
-	lnow = rx__clock_peek(l->last_now_ns, now_ns);
-	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) || l->probing ||
-			 !l->window_open ||
-			 (l->window.count + 1 >= l->cfg.window_min_samples &&
-			  rx__sat_sub(lnow, l->window_start_ns) >=
-			      l->window_min_ns)))
-		return false;
-	if (now_ns > g->last_used_ns)
-		g->last_used_ns = now_ns;
-	/* The breaker: the slot, the tail, the closed state's marks. */
-	b->last_now_ns = bnow;
-	s->t_ns = bnow;
-	s->pad = 0;
-	w->tail = w->tail + 1 == w->capacity ? 0 : w->tail + 1;
-	b->starving = false;
-	b->consecutive_failures = 0;
-	/* The limiter: the slot back, the sample in the window. */
-	l->in_flight = rx__sat_dec32(l->in_flight);
-	l->last_now_ns = lnow;
-	l->last_evidence_ns = lnow;
-	if (permit->tickets[1].flags > l->window_peak)
-		l->window_peak = permit->tickets[1].flags;
-	rx__whist_add(&l->window, latency_us);
-	if (latency_us > l->window.max_us)
-		l->window.max_us = latency_us;
-	if (latency_us < l->window_min_us)
-		l->window_min_us = latency_us;
-	/* The guard's counters; not slow (tested above). */
-	g->in_flight = rx__sat_dec32(g->in_flight);
-	g->counters.settled[RX_SUCCESS] =
-	    rx__sat_add(g->counters.settled[RX_SUCCESS], 1);
-	return true;
+	return rx__guard_settle_fast(g, permit, latency_us, now_ns);
 }
 
 int rx_guard_enqueue(struct rx_guard *g, uint64_t now_ns, uint64_t *wait_ticket)

@@ -361,6 +361,8 @@ void rx_registry_repair(struct rx_registry *r,
 		}
 		if (pins_of != NULL)
 			e->pins = pins_of(arg, i);
+		/* A settlement cut short leaves the cache unproven (ADR-587). */
+		e->guard.steady = false;
 		e->key[e->key_len] = '\0';
 		e->hash = fnv1a(e->key, e->key_len);
 		uint32_t pos = probe(r, e->key, e->key_len, e->hash, &found);

@@ -460,6 +460,7 @@ static int load(struct rx_registry *r, const void *buf, size_t len,
 			if (both_closed(r, x, &e)) {
 				union_windows(&x->guard.breaker, &e, p, now,
 					      gap, since_ns);
+				x->guard.steady = false; /* ADR-587 */
 				if (rx__sat_sub(now, idle) >
 				    x->guard.last_used_ns)
 					x->guard.last_used_ns =
@@ -473,6 +474,7 @@ static int load(struct rx_registry *r, const void *buf, size_t len,
 		x->guard.last_used_ns = rx__sat_sub(now, idle);
 		if (r->gcfg.breaker_on)
 			apply_breaker(&x->guard.breaker, &e, p, now, gap);
+		x->guard.steady = false; /* moved by hand (ADR-587) */
 		rx__registry_place(r, x);
 	}
 	return RX_OK;

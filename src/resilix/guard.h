@@ -103,6 +103,8 @@ struct rx_guard {
 	bool more; /* any of the three: admit and settle take the long way */
 	bool plain; /* breaker and limiter only (shares or not): the common
 		       case rx_guard_admit_fast admits (ADR-531, ADR-492) */
+	bool steady; /* plain, and what only rx_guard_settle moves is in
+			rx_guard_settle_fast's case: its cache (ADR-587) */
 	struct rx_guard_counters counters;
 	uint32_t in_flight;   /* admitted, not yet settled */
 	uint32_t waiting;     /* rx_guard_wait_begin without its end */
@@ -185,7 +187,8 @@ bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
  * Then it settles exactly as rx_guard_settle would with that observation
  * and returns true; otherwise it changes nothing and returns false, and
  * the caller asks rx_guard_settle (ADR-532). Not thread-safe: callers
- * serialise per guard. O(1), no allocation.
+ * serialise per guard. O(1), no allocation. The shim inlines the same
+ * body (guard-inl.h, ADR-586).
  */
 bool rx_guard_settle_fast(struct rx_guard *g,
                           const struct rx_gate_permit *permit,

@@ -19,6 +19,7 @@
 #include "../support/cunit_main.h"
 #include "../support/fake_clock.h"
 #include "resilix.h"
+#include "guard-inl.h"
 
 #define MS RX_NS_PER_MS
 
@@ -593,6 +594,10 @@ static void test_settle_fast(void)
 				if (rx_guard_admit(&master.g, &ctx, &held[n],
 						   &why) == RX_ADMIT)
 					n++;
+				/* No admission moves what the cache covers
+				 * (ADR-587). */
+				CU_ASSERT_EQUAL(master.g.steady,
+						rx__guard_steady(&master.g));
 				continue;
 			}
 			unsigned k = (unsigned)((x >> 4) % n);
@@ -620,6 +625,8 @@ static void test_settle_fast(void)
 				    memcmp(&fast, &master, sizeof(fast)), 0);
 			}
 			memcpy(&master, &slow, sizeof(master));
+			CU_ASSERT_EQUAL(master.g.steady,
+					rx__guard_steady(&master.g));
 		}
 	}
 	/* Both halves were exercised. */
