@@ -363,24 +363,18 @@ static void first_write(struct rx_op *op, const struct iovec *iov, int iovcnt)
 		rx__deadline_rearm(e->guard, e, &e->dl_seq, now);
 }
 
-void rx__call_end_record(int fd, struct rx_fd *e)
+/* rx__call_end_record's call outstanding (stripe lock @l held, released
+ * here): settled as abandoned (ADR-147). */
+static __attribute__((noinline)) void
+end_outstanding(int fd, struct rx_fd *e, enum rx_fd_phase ph,
+		struct rx_lock *l)
 {
 	struct outcome o = {.cause = CAUSE_CLOSE};
-	struct rx_lock *l = rx__fd_lock(e);
-	enum rx_fd_phase ph;
+	uint64_t now = rx__now_ns();
 	struct verdicts vs;
 	struct ending end;
-	uint64_t now = 0;
 	uint8_t aw;
 
-	rx__lock(l);
-	ph = rx__fd_phase(e);
-	if (ph == RX_FD_UNTRACKED) {
-		rx__unlock(l);
-		return;
-	}
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
-		now = rx__now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
 	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
 	o.awaited = aw != 0;
@@ -395,16 +389,41 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
 	rx__unlock(l);
 
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
-		rx__judge(fd, e, &o, end.start_ns, end.end_ns,
-			  end.addr.guard != NULL, now, &vs);
-		finish(&end, &vs, now);
-	} else {
-		/* No call outstanding: only a permit the shim holds, given
-		 * back without evidence (ADR-007). */
-		addr_settle(&end.addr, RX_REJECTED, now, now, "close");
-	}
+	rx__judge(fd, e, &o, end.start_ns, end.end_ns, end.addr.guard != NULL,
+		  now, &vs);
+	finish(&end, &vs, now);
 	rx__key_release(end.guard);
+}
+
+void rx__call_end_record(int fd, struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(e);
+	struct addr_hold ah;
+	struct rx_guard *g;
+	enum rx_fd_phase ph;
+
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (ph == RX_FD_UNTRACKED) {
+		rx__unlock(l);
+		return;
+	}
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
+		end_outstanding(fd, e, ph, l);
+		return;
+	}
+	/* No call outstanding, the common close (ADR-581): only the pin and
+	 * a permit the shim holds, given back without evidence (ADR-007). */
+	g = e->guard;
+	take_addr_locked(e, &ah);
+	atomic_store_explicit(&e->phase, RX_FD_UNTRACKED, memory_order_release);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
+	e->reused = 0;
+	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+	rx__unlock(l);
+	addr_settle(&ah, RX_REJECTED, 0, 0, "close");
+	rx__key_release(g);
 }
 
 /* ------------------------------------------------------------------------
