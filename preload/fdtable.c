@@ -192,7 +192,8 @@ static bool count_off(struct rx_fd *e)
 	uint32_t to;
 
 	do
-		to = r > 1 && r != RX_FD_REFS_ENDING ? r - 1 : RX_FD_REFS_ENDING;
+		to =
+		    r > 1 && r != RX_FD_REFS_ENDING ? r - 1 : RX_FD_REFS_ENDING;
 	while (!atomic_compare_exchange_weak_explicit(
 	    &e->refs, &r, to, memory_order_acq_rel, memory_order_relaxed));
 	return to == RX_FD_REFS_ENDING;

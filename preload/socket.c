@@ -227,21 +227,22 @@ RX_EXPORT int shutdown(int fd, int how)
  * (ADR-542). */
 RX_EXPORT int socket(int domain, int type, int protocol)
 {
+	/* The kind first: only it is kept across the real call. */
+	unsigned kind =
+	    ((domain == AF_INET || domain == AF_INET6) &&
+		     (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM
+		 ? RX_MARK_STREAM
+		 : RX_MARK_OTHER) |
+	    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0);
 	int fd = rx__real_socket(domain, type, protocol);
 
 	/* The mark overwrites whatever mark the number had; stale state
 	 * goes as for any new number (ADR-582). */
 	if ((unsigned)fd < rx__fd_capacity_now()) {
-		bool stream = (domain == AF_INET || domain == AF_INET6) &&
-			      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) ==
-				  SOCK_STREAM;
-
 		if (atomic_load_explicit(&rx__fd_map[fd],
 					 memory_order_relaxed) != 0)
 			rx__fd_forget(fd);
-		rx__fd_mark_set_at(
-		    fd, (stream ? RX_MARK_STREAM : RX_MARK_OTHER) |
-			    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0));
+		rx__fd_mark_set_at(fd, kind);
 	}
 	return fd;
 }
