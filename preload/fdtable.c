@@ -449,17 +449,12 @@ static struct rx_fd *entry_of(int fd)
 	return e;
 }
 
-void rx__fd_forget(int fd)
+void rx__fd_forget_mapped(int fd)
 {
-	uint32_t cap =
-	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
 	uint32_t i;
 
 	/* entry_of and rx__fd_unmap in one (ADR-580): this is every close
 	 * of a guarded connection. */
-	if ((unsigned)fd >= cap ||
-	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == 0)
-		return;
 	if (rx__reentered() || !rx__owner()) {
 		rx__fd_doubt_raise(); /* as entry_of */
 		return;
@@ -474,6 +469,16 @@ void rx__fd_forget(int fd)
 		errno = saved;
 	}
 	rx__inside = 0;
+}
+
+void rx__fd_forget(int fd)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+
+	if ((unsigned)fd < cap &&
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) != 0)
+		rx__fd_forget_mapped(fd);
 }
 
 void rx__fd_end(int fd)

@@ -325,6 +325,10 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
  */
 void rx__fd_forget(int fd);
 
+/* rx__fd_forget_mapped - rx__fd_forget for @fd below the capacity, whose
+ * map entry the caller just saw non-zero (close, socket: ADR-580). */
+void rx__fd_forget_mapped(int fd);
+
 /*
  * rx__fd_end - the program ended @fd's connection for reading (shutdown
  * SHUT_RD or SHUT_RDWR): settle an outstanding call as abandoned, release
