@@ -188,8 +188,13 @@ static bool count_in(struct rx_fd *e)
  * compare-and-swap. */
 static bool count_off(struct rx_fd *e)
 {
-	uint32_t r = atomic_load_explicit(&e->refs, memory_order_relaxed);
-	uint32_t to;
+	uint32_t r = 1, to;
+
+	/* A socket's only number, the common close: one try. */
+	if (atomic_compare_exchange_strong_explicit(
+		&e->refs, &r, RX_FD_REFS_ENDING, memory_order_acq_rel,
+		memory_order_relaxed))
+		return true;
 
 	do
 		to =
