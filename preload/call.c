@@ -371,24 +371,17 @@ static void first_write(struct rx_op *op, const struct iovec *iov, int iovcnt)
 		rx__deadline_rearm(e->guard, e, &e->dl_seq, now);
 }
 
-void rx__call_end_record(int fd, struct rx_fd *e)
+/* rx__call_end_record's call outstanding (stripe lock @l held, released
+ * here): settled as abandoned (ADR-147). */
+static __attribute__((noinline)) void
+end_outstanding(int fd, struct rx_fd *e, enum rx_fd_phase ph, struct rx_lock *l)
 {
 	struct outcome o = {.cause = CAUSE_CLOSE};
-	struct rx_lock *l = rx__fd_lock(e);
-	enum rx_fd_phase ph;
+	uint64_t now = rx__now_ns();
 	struct verdicts vs;
 	struct ending end;
-	uint64_t now = 0;
 	uint8_t aw;
 
-	rx__lock(l);
-	ph = rx__fd_phase(e);
-	if (ph == RX_FD_UNTRACKED) {
-		rx__unlock(l);
-		return;
-	}
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
-		now = rx__now_ns();
 	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
 	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
 	o.awaited = aw != 0;
@@ -403,16 +396,67 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
 	rx__unlock(l);
 
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
-		rx__judge(fd, e, &o, end.start_ns, end.end_ns,
-			  end.addr.guard != NULL, now, &vs);
-		finish(&end, &vs, now);
-	} else {
-		/* No call outstanding: only a permit the shim holds, given
-		 * back without evidence (ADR-007). */
-		addr_settle(&end.addr, RX_REJECTED, now, now, "close");
-	}
+	rx__judge(fd, e, &o, end.start_ns, end.end_ns, end.addr.guard != NULL,
+		  now, &vs);
+	finish(&end, &vs, now);
 	rx__key_release(end.guard);
+}
+
+/* An idle record's end under its lock: untracked, nothing awaited, no
+ * guard, and a new epoch - released, so that a reader that sees it sees
+ * the guard change (start_call, ADR-186). */
+static inline __attribute__((always_inline)) void
+untrack_idle_locked(struct rx_fd *e)
+{
+	atomic_store_explicit(&e->phase, RX_FD_UNTRACKED, memory_order_release);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
+	e->reused = 0;
+	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
+}
+
+/* An idle record that still holds its connect's address permit
+ * (RESILIX_KEY=host, ADR-220): given back without evidence (ADR-007).
+ * Stripe lock @l held, released here. */
+static __attribute__((noinline)) void end_idle_addr(struct rx_fd *e,
+						    struct rx_lock *l)
+{
+	struct rx_guard *g = e->guard;
+	struct addr_hold ah;
+
+	take_addr_locked(e, &ah);
+	untrack_idle_locked(e);
+	rx__unlock(l);
+	addr_settle(&ah, RX_REJECTED, 0, 0, "close");
+	rx__key_release(g);
+}
+
+void rx__call_end_record(int fd, struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(e);
+	struct rx_guard *g;
+	enum rx_fd_phase ph;
+
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (ph == RX_FD_UNTRACKED) {
+		rx__unlock(l);
+		return;
+	}
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
+		end_outstanding(fd, e, ph, l);
+		return;
+	}
+	if (e->addr_guard) {
+		end_idle_addr(e, l);
+		return;
+	}
+	/* No call outstanding and no permit, the common close (ADR-581):
+	 * only the pin goes back. */
+	g = e->guard;
+	untrack_idle_locked(e);
+	rx__unlock(l);
+	rx__key_release(g);
 }
 
 /* ------------------------------------------------------------------------

@@ -31,17 +31,32 @@ extern _Atomic uint64_t *rx__fd_marks RX_HIDDEN;
  * or fcntl(F_SETFL), as far as the shim saw (ADR-543). */
 #define RX_MARK_NONBLOCK 0x100u
 
-/* rx__fd_mark_set - socket() just returned @fd, a socket of @kind
- * (RX_MARK_*). O(1); async-signal-safe. */
+/* rx__fd_mark_set_at - socket() just returned @fd, below the table's
+ * capacity, a socket of @kind (RX_MARK_*). O(1); async-signal-safe. */
+static inline void rx__fd_mark_set_at(int fd, unsigned kind)
+{
+	atomic_store_explicit(
+	    &rx__fd_marks[(unsigned)fd],
+	    (uint64_t)kind << 32 |
+		atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed),
+	    memory_order_relaxed);
+}
+
+/* rx__fd_mark_set - rx__fd_mark_set_at for any @fd: nothing at or beyond
+ * the capacity. */
 static inline void rx__fd_mark_set(int fd, unsigned kind)
 {
 	if ((unsigned)fd < rx__fd_capacity_now())
-		atomic_store_explicit(
-		    &rx__fd_marks[fd],
-		    (uint64_t)kind << 32 |
-			atomic_load_explicit(&rx__fd_doubt,
-					     memory_order_relaxed),
-		    memory_order_relaxed);
+		rx__fd_mark_set_at(fd, kind);
+}
+
+/* rx__fd_mark_clear_at - rx__fd_mark_clear for @fd below the capacity. */
+static inline void rx__fd_mark_clear_at(int fd)
+{
+	if (atomic_load_explicit(&rx__fd_marks[(unsigned)fd],
+				 memory_order_relaxed))
+		atomic_store_explicit(&rx__fd_marks[(unsigned)fd], 0,
+				      memory_order_relaxed);
 }
 
 /* rx__fd_mark_clear - @fd is about to be closed, replaced or shared: what
@@ -49,10 +64,8 @@ static inline void rx__fd_mark_set(int fd, unsigned kind)
  * mark is there. O(1); async-signal-safe. */
 static inline void rx__fd_mark_clear(int fd)
 {
-	if ((unsigned)fd < rx__fd_capacity_now() &&
-	    atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed))
-		atomic_store_explicit(&rx__fd_marks[fd], 0,
-				      memory_order_relaxed);
+	if ((unsigned)fd < rx__fd_capacity_now())
+		rx__fd_mark_clear_at(fd);
 }
 
 /* @fd's mark if it holds, else 0. */

@@ -166,6 +166,44 @@ static void identity_set(struct rx_fd *e, uint64_t dev, uint64_t ino)
 	atomic_store_explicit(&e->sock_ino, ino, memory_order_relaxed);
 }
 
+/* Count one more number in on @e, unless its last number is being
+ * closed (RX_FD_REFS_ENDING) or it is free: compare-and-swap, so that a
+ * count-off that takes the last number and a share never both win
+ * (ADR-580). */
+static bool count_in(struct rx_fd *e)
+{
+	uint32_t r = atomic_load_explicit(&e->refs, memory_order_relaxed);
+
+	do {
+		if (r == 0 || r == RX_FD_REFS_ENDING)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &e->refs, &r, r + 1, memory_order_acq_rel, memory_order_relaxed));
+	return true;
+}
+
+/* Count one number off @e: true when it was the last, and the record is
+ * now RX_FD_REFS_ENDING - held, so nobody claims or shares it, until
+ * rx__fd_free (ADR-580). No lock: count_in decides against it by the same
+ * compare-and-swap. */
+static bool count_off(struct rx_fd *e)
+{
+	uint32_t r = 1, to;
+
+	/* A socket's only number, the common close: one try. */
+	if (atomic_compare_exchange_strong_explicit(
+		&e->refs, &r, RX_FD_REFS_ENDING, memory_order_acq_rel,
+		memory_order_relaxed))
+		return true;
+
+	do
+		to =
+		    r > 1 && r != RX_FD_REFS_ENDING ? r - 1 : RX_FD_REFS_ENDING;
+	while (!atomic_compare_exchange_weak_explicit(
+	    &e->refs, &r, to, memory_order_acq_rel, memory_order_relaxed));
+	return to == RX_FD_REFS_ENDING;
+}
+
 bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 {
 	uint32_t cap =
@@ -185,18 +223,18 @@ bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
 	rx__lock(l);
 	/* Still the record of @fd's socket, and @newfd free of state. A
 	 * record whose identity is not taken yet (ADR-545) takes @newfd's,
-	 * the socket just duplicated from @fd. */
+	 * the socket just duplicated from @fd. The count goes last: a close
+	 * of @fd's last number that counted it off first wins (ADR-580). */
 	if (atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == i &&
-	    atomic_load_explicit(&e->refs, memory_order_relaxed) > 0 &&
 	    (!identity_known(e) ||
 	     (atomic_load_explicit(&e->sock_dev, memory_order_relaxed) == dev &&
 	      atomic_load_explicit(&e->sock_ino, memory_order_relaxed) ==
 		  ino)) &&
 	    atomic_load_explicit(&rx__fd_map[newfd], memory_order_relaxed) ==
-		0) {
+		0 &&
+	    count_in(e)) {
 		if (!identity_known(e))
 			identity_set(e, dev, ino);
-		atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
 		atomic_store_explicit(&rx__fd_map[newfd], i,
 				      memory_order_release);
 		shared = true;
@@ -209,8 +247,6 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
-	struct rx_fd *e;
-	struct rx_lock *l;
 	uint32_t i;
 
 	*last = false;
@@ -225,19 +261,8 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 		if (i == 0)
 			return NULL;
 	}
-	e = &rx__fd_pool[i];
-	l = rx__fd_lock(e);
-	rx__lock(l);
-	/* The last number keeps its count of 1 until rx__fd_free: the
-	 * record is not handed out again while its call is being ended.
-	 * Under the lock: a share from this number that saw it mapped
-	 * either counts before this or finds it unmapped. */
-	if (atomic_load_explicit(&e->refs, memory_order_relaxed) > 1)
-		atomic_fetch_sub_explicit(&e->refs, 1, memory_order_relaxed);
-	else
-		*last = true;
-	rx__unlock(l);
-	return e;
+	*last = count_off(&rx__fd_pool[i]);
+	return &rx__fd_pool[i];
 }
 
 void rx__fd_free(struct rx_fd *e)
@@ -429,16 +454,36 @@ static struct rx_fd *entry_of(int fd)
 	return e;
 }
 
+void rx__fd_forget_mapped(int fd)
+{
+	uint32_t i;
+
+	/* entry_of and rx__fd_unmap in one (ADR-580): this is every close
+	 * of a guarded connection. */
+	if (rx__reentered() || !rx__owner()) {
+		rx__fd_doubt_raise(); /* as entry_of */
+		return;
+	}
+	rx__inside = 1;
+	i = atomic_exchange(&rx__fd_map[fd], 0);
+	if (i != 0 && count_off(&rx__fd_pool[i])) {
+		int saved = errno;
+
+		end_hook(fd, &rx__fd_pool[i]);
+		rx__fd_free(&rx__fd_pool[i]);
+		errno = saved;
+	}
+	rx__inside = 0;
+}
+
 void rx__fd_forget(int fd)
 {
-	int saved = errno;
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
 
-	if (!entry_of(fd))
-		return;
-	rx__inside = 1;
-	rx__fd_unmap(fd, NULL);
-	rx__inside = 0;
-	errno = saved;
+	if ((unsigned)fd < cap &&
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) != 0)
+		rx__fd_forget_mapped(fd);
 }
 
 void rx__fd_end(int fd)

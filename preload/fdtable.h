@@ -31,6 +31,10 @@
 #define RX_FD_CAP 65536	      /* most fds the table covers */
 #define RX_FD_STRIPES 256     /* stripe locks over the records (power of 2) */
 #define RX_FD_ENTRY_BYTES 256 /* bytes per record (power of 2) */
+/* A record's `refs` from its last number's count-off to rx__fd_free: read
+ * as more than one number by the `refs <= 1` tests of the I/O paths, which
+ * then take the general path (ADR-580). */
+#define RX_FD_REFS_ENDING UINT32_MAX
 
 enum rx_fd_phase {
 	RX_FD_UNTRACKED = 0, /* not ours: everything passes through */
@@ -65,10 +69,11 @@ struct rx_fd {
 	 * later, it checks the number still holds that socket (ADR-190).
 	 * Atomic: read without the stripe lock. */
 	_Atomic uint64_t sock_dev, sock_ino;
-	/* Numbers mapped to this record; 0: free. Counted up and off under
-	 * the stripe lock; claimed (0 to 1, compare-and-swap) and freed (to
-	 * 0, a release store) without it, when no number maps to it
-	 * (ADR-547). */
+	/* Numbers mapped to this record; 0: free; RX_FD_REFS_ENDING: its
+	 * last number was counted off and its call is being ended. Claimed
+	 * (0 to 1), counted up and off by compare-and-swap without a lock
+	 * (ADR-547, ADR-580); freed (to 0, a release store) when no number
+	 * maps to it. */
 	_Atomic uint32_t refs;
 	/* RESILIX_KEY=host: a connect's outcome is its address's (ADR-220).
 	 * The address's guard, pinned from the connect until its outcome is
@@ -319,6 +324,10 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
  * old state. Preserves errno. O(1).
  */
 void rx__fd_forget(int fd);
+
+/* rx__fd_forget_mapped - rx__fd_forget for @fd below the capacity, whose
+ * map entry the caller just saw non-zero (close, socket: ADR-580). */
+void rx__fd_forget_mapped(int fd);
 
 /*
  * rx__fd_end - the program ended @fd's connection for reading (shutdown

@@ -65,12 +65,23 @@ int __close(int fd);
 int __dup2(int fd, int fd2);
 int __fcntl(int fd, int cmd, ...);
 
+/* @fd is closed or replaced, or the kernel just handed it out: its state
+ * (stale in the second case) and its mark go. One bounds check and two
+ * loads for a number the table does not know (ADR-582). */
+static inline __attribute__((always_inline)) void forget_number(int fd)
+{
+	if ((unsigned)fd < rx__fd_capacity_now()) {
+		if (atomic_load_explicit(&rx__fd_map[fd],
+					 memory_order_relaxed) != 0)
+			rx__fd_forget_mapped(fd);
+		rx__fd_mark_clear_at(fd);
+	}
+}
+
 /* Drop stale state for a number the kernel just handed out. */
 static int fresh_fd(int fd)
 {
-	if (fd >= 0 && rx__fd_tracked(fd))
-		rx__fd_forget(fd);
-	rx__fd_mark_clear(fd);
+	forget_number(fd);
 	return fd;
 }
 
@@ -136,9 +147,7 @@ RX_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
  * thread may get it from socket() and connect it. */
 RX_EXPORT int close(int fd)
 {
-	if (rx__fd_tracked(fd))
-		rx__fd_forget(fd);
-	rx__fd_mark_clear(fd);
+	forget_number(fd);
 	rx__log_fd_lost(fd);
 	return rx__real_close(fd);
 }
@@ -163,11 +172,8 @@ static void forget_range(unsigned int first, unsigned int last)
 		return;
 	if (last >= cap)
 		last = cap - 1;
-	for (fd = first; fd <= last; fd++) {
-		if (rx__fd_tracked((int)fd))
-			rx__fd_forget((int)fd);
-		rx__fd_mark_clear((int)fd);
-	}
+	for (fd = first; fd <= last; fd++)
+		forget_number((int)fd);
 }
 
 /*
@@ -221,15 +227,23 @@ RX_EXPORT int shutdown(int fd, int how)
  * (ADR-542). */
 RX_EXPORT int socket(int domain, int type, int protocol)
 {
-	int fd = fresh_fd(rx__real_socket(domain, type, protocol));
+	/* The kind first: only it is kept across the real call. */
+	unsigned kind =
+	    ((domain == AF_INET || domain == AF_INET6) &&
+		     (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM
+		 ? RX_MARK_STREAM
+		 : RX_MARK_OTHER) |
+	    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0);
+	int fd = rx__real_socket(domain, type, protocol);
 
-	bool stream = (domain == AF_INET || domain == AF_INET6) &&
-		      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM;
-
-	if (fd >= 0)
-		rx__fd_mark_set(
-		    fd, (stream ? RX_MARK_STREAM : RX_MARK_OTHER) |
-			    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0));
+	/* The mark overwrites whatever mark the number had; stale state
+	 * goes as for any new number (ADR-582). */
+	if ((unsigned)fd < rx__fd_capacity_now()) {
+		if (atomic_load_explicit(&rx__fd_map[fd],
+					 memory_order_relaxed) != 0)
+			rx__fd_forget_mapped(fd);
+		rx__fd_mark_set_at(fd, kind);
+	}
 	return fd;
 }
 
@@ -283,9 +297,7 @@ RX_EXPORT int dup2(int fd, int fd2)
 {
 	if (fd == fd2 || !dup_source_open(fd))
 		return rx__real_dup2(fd, fd2);
-	if (rx__fd_tracked(fd2))
-		rx__fd_forget(fd2);
-	rx__fd_mark_clear(fd2);
+	forget_number(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup2(fd, fd2));
 }
@@ -299,9 +311,7 @@ RX_EXPORT int dup3(int fd, int fd2, int flags)
 {
 	if (fd == fd2 || (flags & ~O_CLOEXEC) || !dup_source_open(fd))
 		return rx__real_dup3(fd, fd2, flags); /* EINVAL, EBADF */
-	if (rx__fd_tracked(fd2))
-		rx__fd_forget(fd2);
-	rx__fd_mark_clear(fd2);
+	forget_number(fd2);
 	rx__log_fd_lost(fd2);
 	return duplicate(fd, rx__real_dup3(fd, fd2, flags));
 }
