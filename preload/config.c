@@ -364,9 +364,11 @@ static void report_invalid(rx_config_report_fn report, void *arg,
 }
 
 /* A variable of config_policy.c's table (ADR-463): the first occurrence
- * counts, empty is unset. Returns the number of errors (0 or 1). */
-static int parse_pvar(struct rx_config *cfg, bool *pseen, size_t k,
-		      const char *value, rx_config_report_fn report, void *arg)
+ * counts (@pseen), empty is unset (@pgiven stays false, ADR-596).
+ * Returns the number of errors (0 or 1). */
+static int parse_pvar(struct rx_config *cfg, bool *pseen, bool *pgiven,
+		      size_t k, const char *value, rx_config_report_fn report,
+		      void *arg)
 {
 	const struct rx__pvar *pv = rx__pvar(k);
 
@@ -379,6 +381,7 @@ static int parse_pvar(struct rx_config *cfg, bool *pseen, size_t k,
 		report_empty(pv->name, report, arg);
 		return 0;
 	}
+	pgiven[k] = true;
 	if (rx__pvar_parse(cfg, k, value))
 		return 0;
 	report_bad(report, arg, pv->name, pv->accepted, value);
@@ -685,7 +688,7 @@ static void report_combined(rx_config_report_fn report, void *arg,
  * only MIN or MAX was set, so RESILIX_LIMIT_MAX=8 alone means "at most 8",
  * not "also set RESILIX_LIMIT_INITIAL". Returns the number of errors.
  */
-static int limiter_bounds(struct rx_config *cfg, const bool *seen,
+static int limiter_bounds(struct rx_config *cfg, const bool *given,
 			  rx_config_report_fn report, void *arg)
 {
 	struct rx_limiter_config *l = &cfg->guard.limiter;
@@ -699,7 +702,7 @@ static int limiter_bounds(struct rx_config *cfg, const bool *seen,
 		report_combined(report, arg, msg);
 		return 1;
 	}
-	if (seen[F_LIMIT_INITIAL]) {
+	if (given[F_LIMIT_INITIAL]) {
 		/* A limit the user chose is enforced from the first call:
 		 * no learning period (ADR-210). */
 		l->learn_first = false;
@@ -755,8 +758,9 @@ static int registry_size(const struct rx_config *cfg,
 int rx_config_parse(struct rx_config *cfg, char *const *envp,
 		    rx_config_report_fn report, void *arg)
 {
-	bool seen[F_COUNT] = {false};
-	bool pseen[RX__PVAR_COUNT] = {false};
+	/* seen: it appeared; given: with a value (empty is unset, ADR-596) */
+	bool seen[F_COUNT] = {false}, given[F_COUNT] = {false};
+	bool pseen[RX__PVAR_COUNT] = {false}, pgiven[RX__PVAR_COUNT] = {false};
 	char pmsg[320];
 	const char *why = NULL;
 	int errors = 0;
@@ -780,8 +784,8 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			for (k = 0; k < RX__PVAR_COUNT && !value; k++)
 				value = match(entry, rx__pvar(k)->name);
 			if (value) {
-				errors += parse_pvar(cfg, pseen, k - 1, value,
-						     report, arg);
+				errors += parse_pvar(cfg, pseen, pgiven, k - 1,
+						     value, report, arg);
 				continue;
 			}
 			if (!in_list(entry, tooling,
@@ -804,21 +808,22 @@ int rx_config_parse(struct rx_config *cfg, char *const *envp,
 			report_empty(var->name, report, arg);
 			continue;
 		}
+		given[var->field] = true;
 		if (!parse_var(cfg, var, value, report, arg))
 			errors++;
 	}
 	if (errors)
 		return errors;
-	if (limiter_bounds(cfg, seen, report, arg) != 0 ||
+	if (limiter_bounds(cfg, given, report, arg) != 0 ||
 	    registry_size(cfg, report, arg) != 0)
 		return 1;
-	if (rx__pconfig_check(cfg, pseen, pmsg, sizeof(pmsg)) != 0) {
+	if (rx__pconfig_check(cfg, pgiven, pmsg, sizeof(pmsg)) != 0) {
 		report_combined(report, arg, pmsg);
 		return 1;
 	}
-	if (rx__pconfig_orphan(cfg, pseen) && report)
+	if (rx__pconfig_orphan(cfg, pgiven) && report)
 		emit(report, arg, RX_CONFIG_NOTICE, "RESILIX",
-		     rx__pconfig_orphan(cfg, pseen));
+		     rx__pconfig_orphan(cfg, pgiven));
 
 	/* A min_calls above the window size is not an error: the breaker
 	 * counts it as the window size (breaker.h), so asking for a 10-call

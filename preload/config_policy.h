@@ -57,13 +57,15 @@ bool rx__pvar_parse(struct rx_config *cfg, size_t i, const char *value);
  * parsed: RESILIX_RETRY_BASE_MS above RESILIX_RETRY_MAX_MS (when one of
  * them is left at its default, the default moves), a burst too large for
  * the rate, and the core's checks. @seen: by enum rx__pfield, whether
- * each was set. Returns 0, or 1 with one line in @msg (@size bytes).
+ * each was set to a value (an empty one is unset, ADR-596). Returns 0,
+ * or 1 with one line in @msg (@size bytes).
  */
 int rx__pconfig_check(struct rx_config *cfg, const bool *seen, char *msg,
 		      size_t size);
 
 /* rx__pconfig_orphan - a variable that needs another one to mean
- * anything, set without it: a sentence for a notice, else NULL. */
+ * anything, set without it: a sentence for a notice, else NULL. @seen as
+ * rx__pconfig_check's (set to a value). */
 const char *rx__pconfig_orphan(const struct rx_config *cfg, const bool *seen);
 
 /* rx__pvar_value - the effective value of variable @i, as rx_config_value

@@ -806,6 +806,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 		rx__key_release(g);
 		if (st->errbuf)
 			rx__curl_refusal_message(st->errbuf, key, &why);
+		rx__curl_refused(h);
 		rx__inside = 0;
 		errno = err;
 		return RX_CURLE_COULDNT_CONNECT;

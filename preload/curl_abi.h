@@ -58,6 +58,7 @@
 
 /* CURLINFO: type base | index. */
 #define RX_CURLINFO_RESPONSE_CODE (0x200000 + 2)	 /* long */
+#define RX_CURLINFO_HTTP_CONNECTCODE (0x200000 + 22)	 /* long */
 #define RX_CURLINFO_STARTTRANSFER_TIME_T (0x600000 + 54) /* curl_off_t, us */
 
 /* The error buffer a program hands to CURLOPT_ERRORBUFFER. */

@@ -235,6 +235,9 @@ static void *get_multi(void)
  * that duplicate, kept for curl_easy_getinfo until the handle's next
  * perform, reset or cleanup, or the next hedge that wins here. */
 static RX_TLS void *kept_h, *kept_dup;
+/* The handle whose last perform this thread refused: libcurl did not run,
+ * so its status codes read 0, as after a connect that failed (ADR-597). */
+static RX_TLS const void *refused_h;
 static void (*kept_cleanup)(void *);
 static int (*real_getinfo)(void *, int, ...);
 static pthread_once_t getinfo_once = PTHREAD_ONCE_INIT;
@@ -243,10 +246,17 @@ void rx__curl_hedge_forget(const void *h)
 {
 	void *d = kept_dup;
 
+	if (h == refused_h)
+		refused_h = NULL;
 	if (!d || h != kept_h)
 		return;
 	kept_h = kept_dup = NULL;
 	kept_cleanup(d);
+}
+
+void rx__curl_refused(const void *h)
+{
+	refused_h = h;
 }
 
 void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *))
@@ -315,6 +325,12 @@ RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 		f = getinfo_first();
 		if (!f)
 			return RX_CURLE_FAILED_INIT;
+	}
+	if (h == refused_h && p &&
+	    (info == RX_CURLINFO_RESPONSE_CODE ||
+	     info == RX_CURLINFO_HTTP_CONNECTCODE)) {
+		*(long *)p = 0; /* no answer: the transfer never ran */
+		return 0;	/* CURLE_OK */
 	}
 	return f(kept_dup && h == kept_h ? kept_dup : h, info, p);
 }

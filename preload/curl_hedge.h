@@ -55,9 +55,16 @@ int rx__curl_hedge_perform(struct rx_curl_transfer *t,
 void *rx__curl_hedge_keep(void *h, void *dup, void (*cleanup)(void *));
 
 /* rx__curl_hedge_forget - @h is performed again, reset or freed: its own
- * CURLINFO is its own again. One thread-local load when nothing is kept.
+ * CURLINFO is its own again. Two thread-local loads when nothing is kept.
  * Never called with a shim lock held (it may call libcurl). */
 void rx__curl_hedge_forget(const void *h);
+
+/* rx__curl_refused - this thread's perform of @h was refused before
+ * libcurl ran: until @h's next perform, reset or cleanup on this thread,
+ * curl_easy_getinfo reads CURLINFO_RESPONSE_CODE and
+ * CURLINFO_HTTP_CONNECTCODE as 0, as libcurl does after a connect that
+ * failed, not the previous transfer's (ADR-597). O(1). */
+void rx__curl_refused(const void *h);
 
 /* ---- the per-key estimate of time to first byte (pure) -------------- */
 

@@ -14,11 +14,13 @@
  * key's destructor) and a fork, in the child, for the threads that did
  * not come along. A kept pin holds its entry no longer than the key's
  * idle TTL: past it the pin goes back and the acquire finds the entry
- * idle, and fresh, as before.
+ * idle, and fresh, as before. And an acquire that finds the registry full
+ * gives every kept pin back first (ADR-595).
  *
  * Not in shared mode (ADR-480), whose pins other processes count, nor
- * for threads beyond SPARE_SLOTS. Each slot is written by its owning
- * thread only (and by the single-threaded fork child); a signal handler's
+ * for threads beyond SPARE_SLOTS. Each slot is filled by its owning
+ * thread only (and by the single-threaded fork child), and emptied with
+ * an exchange, by its owner or by a full registry's reclaim; a signal handler's
  * call on the same thread passes through while it is inside the shim
  * (rx__inside), so it never sees a slot half written.
  */
@@ -69,6 +71,10 @@ static void spare_exit(void *arg)
 
 	if (s < 0 || s >= SPARE_SLOTS)
 		return;
+	/* Destructors of keys made after ours still run on this thread, and
+	 * may connect and close: what they give back is not kept, in a slot
+	 * that is no longer this thread's (ADR-595). */
+	spare_slot = -1;
 	g = atomic_exchange_explicit(&spare[s], NULL, memory_order_relaxed);
 	if (g)
 		unpin(g);
@@ -133,9 +139,31 @@ static struct rx_guard *spare_take(void)
 	if (s < 0)
 		return NULL;
 	g = atomic_load_explicit(&spare[s], memory_order_relaxed);
-	if (g)
-		atomic_store_explicit(&spare[s], NULL, memory_order_relaxed);
+	if (g) /* an exchange: a full registry may take it back meanwhile */
+		g = atomic_exchange_explicit(&spare[s], NULL,
+					     memory_order_relaxed);
 	return g;
+}
+
+/* The registry @r is full: every pin the threads keep goes back, so that
+ * no kept pin - of a thread idle since, or one left in a slot by a path
+ * that missed its owner's exit - keeps out a key that would otherwise
+ * find room (ADR-595). The slots stay their threads'. Under the registry
+ * lock; not in shared mode, which keeps none. */
+static void reclaim_kept(struct rx_registry *r)
+{
+	int s;
+
+	for (s = 0; s < SPARE_SLOTS; s++) {
+		struct rx_guard *g;
+
+		if (!atomic_load_explicit(&spare[s], memory_order_relaxed))
+			continue;
+		g = atomic_exchange_explicit(&spare[s], NULL,
+					     memory_order_relaxed);
+		if (g)
+			rx_registry_release(r, g);
+	}
 }
 
 /* May a kept pin of @g (a guard of @r) serve an acquire at @now? Not once
@@ -172,6 +200,9 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	}
 	l = rx__admit_registry_lock();
 	rx__lock(l);
+	if (!rx__shared_on &&
+	    rx_registry_count(r) >= rx__cfg.registry.max_keys)
+		reclaim_kept(r);
 	g = rx_registry_acquire_hashed(r, key, len, hash, now);
 	if (g && rx__shared_on)
 		rx__shm_holds[rx_registry_index(r, g)].pins++;

@@ -30,10 +30,13 @@ if rx_need_curl_client && rx_curl_client_usable; then
 		"$(awk '$3 == 0 && $4 == 500' "$out" | wc -l | tr -d ' ')"
 	rx_assert_eq "the 500s came first" $MIN \
 		"$(head -n $MIN "$out" | awk '$4 == 500' | wc -l | tr -d ' ')"
-	# libcurl did not run for a refused transfer, so the handle's
-	# CURLINFO_RESPONSE_CODE is still the previous transfer's (ADR-155).
+	# libcurl did not run for a refused transfer; its
+	# CURLINFO_RESPONSE_CODE reads 0, as after a connect that failed,
+	# not the previous transfer's 500 (ADR-597).
 	rx_assert_eq "transfers refused with CURLE_COULDNT_CONNECT" $((N - MIN)) \
 		"$(awk '$3 == 7' "$out" | wc -l | tr -d ' ')"
+	rx_assert_eq "refused transfers' response code (0, not the last 500)" \
+		$((N - MIN)) "$(awk '$3 == 7 && $4 == 0' "$out" | wc -l | tr -d ' ')"
 	msg="resilix: circuit open for 127.0.0.1:$RX_PORT, retry in [0-9]+ ms"
 	rx_assert_eq "error buffer of each refused transfer" $((N - MIN)) \
 		"$(grep -cE "^0 [0-9]+ 7 [0-9]+ [0-9]+ $msg\$" "$out")"

@@ -37,6 +37,28 @@ rx_assert_grep "--check: the notice" 'notice: RESILIX_LOG is set but empty; trea
 rx_assert_grep "--check: the default level, from the default" \
 	'^RESILIX_LOG +warn +default \(empty\)$' "$out"
 
+# An empty value is unset for what combines variables too (ADR-596):
+# RESILIX_LIMIT_INITIAL= leaves the limiter its learning period (it used
+# to enforce the default 20 from the first call: 64 threads on a healthy
+# upstream were refused), RESILIX_RETRY_MAX_MS= lets the default follow
+# RESILIX_RETRY_BASE_MS (it used to be "BASE above MAX", the shim off),
+# and a variable that needs another one says nothing more when empty.
+rx_upstream_start slow --phases 0:ok:50
+SLOW=$RX_PORT
+rx_shim RESILIX_LIMIT_INITIAL= "$CLIENT" --port "$SLOW" --threads 64 \
+	--requests 4 >"$out" 2>"$err" || rx_fail "LIMIT_INITIAL=: client exit status $?"
+rx_assert_eq "LIMIT_INITIAL=: no call refused" 0 "$(grep -c ECONNREFUSED "$out")"
+rx_assert_eq "LIMIT_INITIAL=: every call answered" 256 "$(grep -c ' 200 OK 1$' "$out")"
+timeout 10 env RESILIX_RETRY_BASE_MS=2000 RESILIX_RETRY_MAX_MS= "$RUN" --check \
+	>"$out" 2>"$err"
+rx_assert_eq "RETRY_MAX_MS= with BASE 2000: --check says valid" 0 "$?"
+for empty in RESILIX_RATE_BURST RESILIX_THROTTLE_PERIOD_MS \
+	RESILIX_HEDGE_DELAY_MS RESILIX_CRITICALITY RESILIX_TENANT; do
+	rx_shim "$empty=" "$CLIENT" --port "$SLOW" --requests 1 >"$out" 2>"$err" ||
+		rx_fail "$empty=: client exit status $?"
+	rx_assert_eq "$empty=: one line on stderr" 1 "$(wc -l <"$err" | tr -d ' ')"
+done
+
 # An empty option value: a usage error, and nothing runs.
 for how in "--log=" "--log ''" "--state-file ''" "--open-ms="; do
 	eval "timeout 10 \"\$RUN\" $how -- echo ran" >"$out" 2>"$err"

@@ -10,9 +10,16 @@
 # the child. And one thread alternating between keys never runs out of
 # room, and its calls are all guarded. A kept pin of a key idle past its
 # TTL is given back, and the key starts afresh.
+# room, and its calls are all guarded.
+#
+# A full registry takes the kept pins back (ADR-595): two threads that
+# made two requests each (the second keeps its pin) and stay alive do not
+# keep a third key out; nor does a pin given back on a thread after its
+# slot went (a thread-specific key's destructor, run after the shim's,
+# that connects and closes).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
-rx_need python3
+rx_need python3 "${CC:-cc}"
 
 rx_upstream_start a --phases 0:ok:0
 A=$RX_PORT
@@ -83,6 +90,24 @@ elif mode == "ttl":
     attempt()
     s.listen(8)
     print("after", attempt())
+elif mode == "idle":
+    done, hold = threading.Event(), threading.Event()
+    def worker(p):
+        req(p)
+        req(p)
+        done.set()
+        hold.wait()
+    ts = []
+    for p in ports[:2]:
+        done.clear()
+        t = threading.Thread(target=worker, args=(p,))
+        t.start()
+        done.wait()
+        ts.append(t)
+    print("third key", req(ports[2]), flush=True)
+    hold.set()
+    for t in ts:
+        t.join()
 else:
     n = sum(req(ports[i % 3]) for i in range(9))
     print("alternating", n)
@@ -90,7 +115,7 @@ PY
 
 out=$RX_TMP/prog.out err=$RX_TMP/prog.err
 rx_dump_on_fail "$out" "$err"
-for mode in exit fork alternate; do
+for mode in exit fork alternate idle; do
 	rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
 		"$mode" "$A" "$B" "$C" >"$out" 2>"$err" ||
 		rx_fail "$mode: exit status $?"
@@ -131,4 +156,68 @@ for pause in 0:refused 700:ok; do
 	rx_assert_grep "ttl: after a pause of ${pause%%:*} ms" \
 		"^after ${pause#*:}\$" "$out"
 done
+rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=2 python3 "$RX_TMP/prog.py" \
+	idle "$A" "$B" "$C" >"$out" 2>"$err" || rx_fail "idle: exit status $?"
+rx_assert_grep "idle: the third key answered" '^third key True$' "$out"
+rx_assert_grep "idle: the third key's call was guarded" \
+	"key=127.0.0.1:$C event=settle verdict=success" "$err"
+
+# A destructor that runs after the shim's connects on the exiting thread.
+cat >"$RX_TMP/dtor.c" <<'EOC'
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+static int port[2];
+static pthread_key_t late;
+static int req(int p)
+{
+	static const char r[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(p)};
+	char b[64];
+	int s = socket(AF_INET, SOCK_STREAM, 0), ok;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = connect(s, (void *)&a, sizeof a) == 0 &&
+	     write(s, r, sizeof r - 1) == sizeof r - 1 &&
+	     read(s, b, sizeof b) > 12 && strncmp(b, "HTTP/1.1 200", 12) == 0;
+	close(s);
+	return ok;
+}
+static void dtor(void *v)
+{
+	(void)v;
+	req(port[0]);
+}
+static void *thread(void *v)
+{
+	(void)v;
+	req(port[0]);
+	req(port[0]); /* the shim's thread key exists now */
+	pthread_key_create(&late, dtor);
+	pthread_setspecific(late, &late);
+	return NULL;
+}
+int main(int argc, char **argv)
+{
+	pthread_t t;
+	port[0] = atoi(argv[1]);
+	port[1] = atoi(argv[2]);
+	pthread_create(&t, NULL, thread, NULL);
+	pthread_join(t, NULL);
+	printf("other key %d\n", req(port[1]));
+	return 0;
+}
+EOC
+"${CC:-cc}" -O2 -pthread -o "$RX_TMP/dtor" "$RX_TMP/dtor.c" ||
+	rx_fail "cannot build the test program"
+rx_shim RESILIX_LOG=debug RESILIX_MAX_KEYS=1 "$RX_TMP/dtor" "$A" "$B" \
+	>"$out" 2>"$err" || rx_fail "dtor: exit status $?"
+rx_assert_grep "dtor: the other key answered" '^other key 1$' "$out"
+rx_assert_no_grep "dtor: the registry ran out of room" \
+	'event=registry-full' "$err"
+rx_assert_grep "dtor: the other key's call was guarded" \
+	"key=127.0.0.1:$B event=settle verdict=success" "$err"
 rx_pass
