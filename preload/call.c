@@ -50,6 +50,7 @@
 #include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"
+#include "keypin.h"
 #include "log.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -412,7 +413,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 		 * back without evidence (ADR-007). */
 		addr_settle(&end.addr, RX_REJECTED, now, now, "close");
 	}
-	rx__key_release(end.guard);
+	rx__key_keep(end.guard); /* ADR-606 */
 }
 
 /* ------------------------------------------------------------------------
