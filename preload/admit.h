@@ -284,16 +284,6 @@ enum rx_kept_admission {
 	RX_KEPT_ASK
 };
 
-/* rx__key_admit_kept's steps past the inline fast admission, under the
- * guard's lock (keypin.c): a guard with shares through
- * rx_guard_admit_fast (whose shares need the context), then, for a guard
- * of the default policies, rx_guard_admit with a caller that may wait;
- * RX_KEPT_ASK for any other. Out of line: an open circuit's refusal, a
- * half-open probe, a limiter at its slots (ADR-605). */
-enum rx_kept_admission rx__key_admit_kept_slow(struct rx_guard *g,
-					       uint64_t now,
-					       struct rx_gate_permit *permit);
-
 static inline enum rx_kept_admission
 rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 		   struct rx_gate_permit *permit)
@@ -304,12 +294,34 @@ rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 
 	rx__lock(l);
 	last = g->last_used_ns;
-	if (ttl != 0 && now >= last && now - last >= ttl * RX_NS_PER_MS)
+	if (ttl != 0 && now >= last && now - last >= ttl * RX_NS_PER_MS) {
 		k = RX_KEPT_STALE;
-	else if (__builtin_expect(rx__guard_admit_fast(g, now, permit), 1))
+	} else if (__builtin_expect(rx__guard_admit_fast(g, now, permit), 1)) {
 		k = RX_KEPT_ADMIT; /* rx_guard_admit_fast, inline (ADR-605) */
-	else
-		k = rx__key_admit_kept_slow(g, now, permit);
+	} else {
+		/* The context only here: with shares (which need it), or
+		 * for the general admission of the default policies. */
+		struct rx_admit_ctx ctx = {.now_ns = now, .can_wait = true,
+					   RX_SHM_CTX};
+		struct rx_refusal why;
+
+		if (g->shares_on && rx_guard_admit_fast(g, &ctx, permit)) {
+			k = RX_KEPT_ADMIT;
+		} else if (g->plain) {
+			ctx.rng = rx__thread_rng();
+			switch (rx_guard_admit(g, &ctx, permit, &why)) {
+			case RX_ADMIT:
+				k = RX_KEPT_ADMIT;
+				break;
+			case RX_REFUSE:
+				k = RX_KEPT_REFUSE;
+				break;
+			default: /* RX_QUEUE */
+				k = RX_KEPT_QUEUE;
+				break;
+			}
+		}
+	}
 	rx__unlock(l);
 	return k;
 }

@@ -381,6 +381,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	struct ending end;
 	uint64_t now = 0;
 	uint8_t aw;
+	bool call;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -388,15 +389,26 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 		rx__unlock(l);
 		return;
 	}
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
+	call = ph == RX_FD_CONNECTING || ph == RX_FD_WAITING;
+	if (call) {
 		now = rx__now_ns();
-	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
-	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
-	o.awaited = aw != 0;
-	o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
+		end_call_locked(e, RX_FD_UNTRACKED, now, &end);
+		aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+		o.awaited = aw != 0;
+		o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
+		o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
+		o.requested =
+		    atomic_load_explicit(&e->wrote, memory_order_relaxed);
+	} else {
+		/* No call outstanding (the common close, of an idle
+		 * connection): its key and a permit the shim still holds are
+		 * all that is read of it (ADR-606). */
+		end.guard = e->guard;
+		take_addr_locked(e, &end.addr);
+		atomic_store_explicit(&e->phase, RX_FD_UNTRACKED,
+				      memory_order_release);
+	}
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
-	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
 	e->reused = 0;
 	/* Release: a reader that sees the new epoch sees the guard change
@@ -404,7 +416,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
 	rx__unlock(l);
 
-	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
+	if (call) {
 		rx__judge(fd, e, &o, end.start_ns, end.end_ns,
 			  end.addr.guard != NULL, now, &vs);
 		finish(&end, &vs, now);

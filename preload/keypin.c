@@ -213,27 +213,3 @@ void rx__keypin_after_fork_child(struct rx_registry *r)
 				      memory_order_relaxed);
 	}
 }
-
-/* admit.h's rx__key_admit_kept, past its fast admission (ADR-605). */
-enum rx_kept_admission
-rx__key_admit_kept_slow(struct rx_guard *g, uint64_t now,
-			struct rx_gate_permit *permit)
-{
-	struct rx_admit_ctx ctx = {.now_ns = now, .can_wait = true,
-				   RX_SHM_CTX};
-	struct rx_refusal why;
-
-	if (g->shares_on && rx_guard_admit_fast(g, &ctx, permit))
-		return RX_KEPT_ADMIT;
-	if (!g->plain)
-		return RX_KEPT_ASK;
-	ctx.rng = rx__thread_rng();
-	switch (rx_guard_admit(g, &ctx, permit, &why)) {
-	case RX_ADMIT:
-		return RX_KEPT_ADMIT;
-	case RX_REFUSE:
-		return RX_KEPT_REFUSE;
-	default: /* RX_QUEUE */
-		return RX_KEPT_QUEUE;
-	}
-}
