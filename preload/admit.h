@@ -301,8 +301,8 @@ rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 	} else {
 		/* The context only here: with shares (which need it), or
 		 * for the general admission of the default policies. */
-		struct rx_admit_ctx ctx = {.now_ns = now, .can_wait = true,
-					   RX_SHM_CTX};
+		struct rx_admit_ctx ctx = {
+		    .now_ns = now, .can_wait = true, RX_SHM_CTX};
 		struct rx_refusal why;
 
 		if (g->shares_on && rx_guard_admit_fast(g, &ctx, permit)) {

@@ -113,8 +113,8 @@ static inline void rx__key_keep(struct rx_guard *g)
 {
 	int s = rx__keypin_slot - 1;
 
-	if (s >= 0 && !atomic_load_explicit(&rx__keypin_spare[s],
-					    memory_order_relaxed)) {
+	if (s >= 0 &&
+	    !atomic_load_explicit(&rx__keypin_spare[s], memory_order_relaxed)) {
 		atomic_store_explicit(&rx__keypin_spare[s], g,
 				      memory_order_relaxed);
 		return;
