@@ -50,7 +50,6 @@
 #include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"
-#include "keypin.h"
 #include "log.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -381,7 +380,6 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	struct ending end;
 	uint64_t now = 0;
 	uint8_t aw;
-	bool call;
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
@@ -389,26 +387,15 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 		rx__unlock(l);
 		return;
 	}
-	call = ph == RX_FD_CONNECTING || ph == RX_FD_WAITING;
-	if (call) {
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING)
 		now = rx__now_ns();
-		end_call_locked(e, RX_FD_UNTRACKED, now, &end);
-		aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
-		o.awaited = aw != 0;
-		o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
-		o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
-		o.requested =
-		    atomic_load_explicit(&e->wrote, memory_order_relaxed);
-	} else {
-		/* No call outstanding (the common close, of an idle
-		 * connection): its key and a permit the shim still holds are
-		 * all that is read of it (ADR-606). */
-		end.guard = e->guard;
-		take_addr_locked(e, &end.addr);
-		atomic_store_explicit(&e->phase, RX_FD_UNTRACKED,
-				      memory_order_release);
-	}
+	end_call_locked(e, RX_FD_UNTRACKED, now, &end);
+	aw = atomic_load_explicit(&e->awaiting, memory_order_relaxed);
+	o.awaited = aw != 0;
+	o.expired = (aw & RX_AWAIT_EXPIRED) != 0;
 	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	o.pending = ph == RX_FD_CONNECTING && e->connected_ns == 0;
+	o.requested = atomic_load_explicit(&e->wrote, memory_order_relaxed);
 	__atomic_store_n(&e->guard, NULL, __ATOMIC_RELAXED);
 	e->reused = 0;
 	/* Release: a reader that sees the new epoch sees the guard change
@@ -416,7 +403,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release);
 	rx__unlock(l);
 
-	if (call) {
+	if (ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) {
 		rx__judge(fd, e, &o, end.start_ns, end.end_ns,
 			  end.addr.guard != NULL, now, &vs);
 		finish(&end, &vs, now);
@@ -425,7 +412,7 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 		 * back without evidence (ADR-007). */
 		addr_settle(&end.addr, RX_REJECTED, now, now, "close");
 	}
-	rx__key_keep(end.guard); /* ADR-606 */
+	rx__key_release(end.guard);
 }
 
 /* ------------------------------------------------------------------------

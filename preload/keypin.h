@@ -102,24 +102,4 @@ static inline void rx__key_kept_take(void)
 			      memory_order_relaxed);
 }
 
-/*
- * rx__key_keep - rx__key_release of @g by a thread whose slot is
- * assigned and empty, inline: the pin stays kept in the slot for the
- * thread's next connect (ADR-546); any other case is rx__key_release's
- * (admit.h). The same writes. Only with rx__inside set. O(1).
- */
-void rx__key_release(struct rx_guard *g);
-static inline void rx__key_keep(struct rx_guard *g)
-{
-	int s = rx__keypin_slot - 1;
-
-	if (s >= 0 &&
-	    !atomic_load_explicit(&rx__keypin_spare[s], memory_order_relaxed)) {
-		atomic_store_explicit(&rx__keypin_spare[s], g,
-				      memory_order_relaxed);
-		return;
-	}
-	rx__key_release(g);
-}
-
 #endif
