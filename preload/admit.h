@@ -38,6 +38,13 @@ static inline void rx__permit_copy(struct rx_gate_permit *dst,
 						       : RX_GATE_MAX_POLICIES;
 	uint32_t i;
 
+	/* The default policies' two tickets first: one compare. */
+	if (__builtin_expect(n == 2, 1)) {
+		dst->count = 2;
+		dst->tickets[0] = src->tickets[0];
+		dst->tickets[1] = src->tickets[1];
+		return;
+	}
 	dst->count = n;
 	/* The usual one to three tickets by hand (the third: a shared
 	 * key's shares, ADR-490): the compiler would turn the loop into a
@@ -281,31 +288,38 @@ static inline enum rx_kept_admission
 rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 		   struct rx_gate_permit *permit)
 {
-	struct rx_admit_ctx ctx = {.now_ns = now, .can_wait = true,
-				   RX_SHM_CTX};
 	uint64_t ttl = rx__cfg.registry.key_ttl_ms, last;
 	struct rx_lock *l = rx__key_lock(g);
 	enum rx_kept_admission k = RX_KEPT_ASK;
-	struct rx_refusal why;
 
 	rx__lock(l);
 	last = g->last_used_ns;
-	if (ttl != 0 && now >= last && now - last >= ttl * RX_NS_PER_MS)
+	if (ttl != 0 && now >= last && now - last >= ttl * RX_NS_PER_MS) {
 		k = RX_KEPT_STALE;
-	else if (__builtin_expect(rx_guard_admit_fast(g, &ctx, permit), 1))
-		k = RX_KEPT_ADMIT;
-	else if (g->plain) {
-		ctx.rng = rx__thread_rng();
-		switch (rx_guard_admit(g, &ctx, permit, &why)) {
-		case RX_ADMIT:
+	} else if (__builtin_expect(rx__guard_admit_fast(g, now, permit), 1)) {
+		k = RX_KEPT_ADMIT; /* rx_guard_admit_fast, inline (ADR-605) */
+	} else {
+		/* The context only here: with shares (which need it), or
+		 * for the general admission of the default policies. */
+		struct rx_admit_ctx ctx = {
+		    .now_ns = now, .can_wait = true, RX_SHM_CTX};
+		struct rx_refusal why;
+
+		if (g->shares_on && rx_guard_admit_fast(g, &ctx, permit)) {
 			k = RX_KEPT_ADMIT;
-			break;
-		case RX_REFUSE:
-			k = RX_KEPT_REFUSE;
-			break;
-		default: /* RX_QUEUE */
-			k = RX_KEPT_QUEUE;
-			break;
+		} else if (g->plain) {
+			ctx.rng = rx__thread_rng();
+			switch (rx_guard_admit(g, &ctx, permit, &why)) {
+			case RX_ADMIT:
+				k = RX_KEPT_ADMIT;
+				break;
+			case RX_REFUSE:
+				k = RX_KEPT_REFUSE;
+				break;
+			default: /* RX_QUEUE */
+				k = RX_KEPT_QUEUE;
+				break;
+			}
 		}
 	}
 	rx__unlock(l);
