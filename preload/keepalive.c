@@ -164,6 +164,23 @@ send_general(enum rx_ka_how how, int fd, const void *buf, size_t len,
 	return n;
 }
 
+/* The operation the general end steps see for a call of record @e (@fd,
+ * @epoch) the fast path began: waiting for its answer, in the clear. */
+static void waiting_op(struct rx_op *op, int fd, struct rx_fd *e,
+		       uint32_t epoch, size_t len, bool dontwait)
+{
+	op->fd = fd;
+	op->e = e;
+	op->len = len;
+	op->epoch = epoch;
+	op->phase = RX_FD_WAITING;
+	op->again = false;
+	op->peek = false;
+	op->dontwait = dontwait;
+	op->cipher = false;
+	op->plain = false;
+}
+
 /* rx__write_end's steps for a write of a waiting call that sent nothing
  * or failed (a sent one needs none: an HTTP call in flight). */
 static __attribute__((noinline)) void
@@ -172,16 +189,7 @@ more_end_general(int fd, struct rx_fd *e, uint32_t epoch, size_t len,
 {
 	struct rx_op op;
 
-	op.fd = fd;
-	op.e = e;
-	op.len = len;
-	op.epoch = epoch;
-	op.phase = RX_FD_WAITING;
-	op.again = false;
-	op.peek = false;
-	op.dontwait = (flags & MSG_DONTWAIT) != 0;
-	op.cipher = false;
-	op.plain = false;
+	waiting_op(&op, fd, e, epoch, len, (flags & MSG_DONTWAIT) != 0);
 	op.iov = NULL;
 	op.iovcnt = -1; /* HTTP frames no write (ADR-408) */
 	rx__write_end(&op, n);
@@ -396,16 +404,7 @@ read_end_general(int fd, struct rx_fd *e, uint32_t epoch, ssize_t n,
 	struct iovec v = {.iov_base = buf, .iov_len = len};
 	struct rx_op op;
 
-	op.fd = fd;
-	op.e = e;
-	op.len = len;
-	op.epoch = epoch;
-	op.phase = RX_FD_WAITING;
-	op.again = false;
-	op.peek = false;
-	op.dontwait = false;
-	op.cipher = false;
-	op.plain = false;
+	waiting_op(&op, fd, e, epoch, len, false);
 	rx__read_end(&op, n, &v, 1);
 }
 
