@@ -189,11 +189,17 @@ static void bind_all(void)
 /* Resolve the real functions once; the first curl call of the process
  * pays for it, every later one pays a load and a branch (@bound: no call
  * into pthread_once, which curl_easy_setopt would pay dozens of times per
- * transfer, ADR-560). */
+ * transfer, ADR-560). A call made before any libcurl is loaded (a probe
+ * of a weak curl_easy_init, a plugin not yet dlopen'ed) binds nothing and
+ * runs no once: binding then would leave the layer unbound for good, and
+ * every curl call failing, after libcurl arrives (ADR-598). */
 static void bind_real(void)
 {
-	if (!atomic_load_explicit(&bound, memory_order_acquire))
-		(void)pthread_once(&bind_once, bind_all);
+	if (atomic_load_explicit(&bound, memory_order_acquire))
+		return;
+	if (!lookup("curl_easy_setopt", (void *)self_curl_easy_setopt))
+		return;
+	(void)pthread_once(&bind_once, bind_all);
 }
 
 /* ------------------------------------------------------------------------

@@ -304,6 +304,10 @@ static void bind_getinfo(void)
  * path saves no register and ends in a jump. */
 static __attribute__((noinline)) getinfo_fn getinfo_first(void)
 {
+	/* No libcurl loaded yet: no once spent on finding nothing (ADR-598). */
+	if (!rx__symbol_real("curl_easy_getinfo", (void *)self_curl_easy_getinfo,
+			     rx__curl_sonames, RX_CURL_NSONAMES))
+		return NULL;
 	(void)pthread_once(&getinfo_once, bind_getinfo);
 	return real_getinfo;
 }

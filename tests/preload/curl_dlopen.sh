@@ -7,7 +7,9 @@
 # layer guards the transfers as for any libcurl program - 500s trip the
 # breaker, later transfers are refused with the error buffer line, and
 # each request is settled once, at the curl layer. And a program without
-# libcurl never has a curl symbol looked up.
+# libcurl never has a curl symbol looked up. And curl calls made before the
+# dlopen (a probe for an optional libcurl) do not leave the layer unbound:
+# the transfers after it work and are guarded (ADR-598).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 rx_require_build
@@ -46,4 +48,17 @@ rx_assert_eq "refused by the curl layer, with its message" $((N - MIN)) \
 rx_assert_eq "requests upstream" $MIN "$(rx_count d)"
 rx_assert_eq "settlements (all, at=curl)" "$MIN $MIN" \
 	"$(rx_settles "$err") $(rx_settles "$err" curl)"
+rx_upstream_stop d
+
+# --- curl calls before libcurl is loaded bind nothing for good: the
+# plugin's transfers after the dlopen still work and are guarded
+# (ADR-598) ------------------------------------------------------------
+rx_upstream_start e --phases 0:ok
+rx_shim RESILIX_LOG=debug "$DL" "$PLUGIN" 3 "http://127.0.0.1:$RX_PORT/q" \
+	probe >"$out" 2>"$err" || rx_fail "curl_dlopen probe exit status $?"
+rx_assert_grep "probe before libcurl: no handle" '^probe none$' "$out"
+rx_assert_eq "after the probe: transfers answered 200" 3 \
+	"$(awk '$2 == 0 && $3 == 200' "$out" | wc -l | tr -d ' ')"
+rx_assert_eq "after the probe: settled at the curl layer" 3 \
+	"$(rx_settles "$err" curl)"
 rx_pass

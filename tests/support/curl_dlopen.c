@@ -3,7 +3,11 @@
  * a URL N times through it, printing "<i> <curlcode> <status> <errbuf>"
  * per transfer. The program itself never links libcurl.
  *
- * Usage: curl_dlopen PLUGIN.so N URL
+ * Usage: curl_dlopen PLUGIN.so N URL [probe]
+ *
+ * With "probe", first calls curl_easy_init and curl_easy_getinfo as the
+ * global scope finds them before any libcurl is loaded (a program probing
+ * for an optional libcurl), printing "probe <init's result>".
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -16,8 +20,20 @@ int main(int argc, char **argv)
 	void *mod;
 	int i, n;
 
-	if (argc != 4)
+	if (argc != 4 && argc != 5)
 		return 2;
+	if (argc == 5) {
+		void *(*init)(void) = NULL;
+		int (*getinfo)(void *, int, ...) = NULL;
+		long code = -1;
+
+		*(void **)&init = dlsym(RTLD_DEFAULT, "curl_easy_init");
+		*(void **)&getinfo = dlsym(RTLD_DEFAULT, "curl_easy_getinfo");
+		printf("probe %s\n", init && init() ? "handle" : "none");
+		if (getinfo)
+			(void)getinfo(NULL, 0x200002, &code);
+		fflush(stdout);
+	}
 	mod = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!mod) {
 		fprintf(stderr, "curl_dlopen: %s\n", dlerror());
