@@ -19,18 +19,17 @@
 #include "limiter-inl.h"
 #include "resilix/guard.h"
 
-/* rx_guard_admit_fast at @now_ns for a guard without shares, inline:
- * the same answer and writes; false, nothing changed, with shares too (the
- * caller asks rx_guard_admit_fast, whose shares need the context). */
-static inline bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
-					struct rx_gate_permit *permit)
+/* rx_guard_admit_fast's steps before its shares and its count of calls in
+ * flight: for a closed breaker and a limiter below its slots, the two
+ * tickets (false, nothing changed, otherwise). */
+static inline bool rx__guard_admit_tickets(struct rx_guard *g, uint64_t now_ns,
+					   struct rx_gate_permit *permit)
 {
 	struct rx_breaker *b = &g->breaker;
 	struct rx_limiter *l = &g->limiter;
 	uint64_t slots;
 
-	if (RX__UNLIKELY(!g->plain || g->shares_on ||
-			 b->state != RX_BREAKER_CLOSED))
+	if (RX__UNLIKELY(!g->plain || b->state != RX_BREAKER_CLOSED))
 		return false;
 	slots = rx__limiter_slot_limit(l, rx__limiter_band_limit(l, now_ns));
 	if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >= slots))
@@ -42,6 +41,18 @@ static inline bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
 	permit->tickets[0].flags = 0;
 	rx__limiter_take_slot(l, now_ns, &permit->tickets[1]);
 	permit->count = 2;
+	return true;
+}
+
+/* rx_guard_admit_fast at @now_ns for a guard without shares, inline:
+ * the same answer and writes; false, nothing changed, with shares too (the
+ * caller asks rx_guard_admit_fast, whose shares need the context). */
+static inline bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+					struct rx_gate_permit *permit)
+{
+	if (RX__UNLIKELY(g->shares_on) ||
+	    !rx__guard_admit_tickets(g, now_ns, permit))
+		return false;
 	g->in_flight = rx__sat_inc32(g->in_flight);
 	return true;
 }

@@ -533,23 +533,8 @@ enum rx_decision rx_guard_admit(struct rx_guard *g,
 bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
 			 struct rx_gate_permit *permit)
 {
-	uint64_t now_ns = ctx->now_ns;
-	struct rx_breaker *b = &g->breaker;
-	struct rx_limiter *l = &g->limiter;
-	uint64_t slots;
-
-	if (RX__UNLIKELY(!g->plain || b->state != RX_BREAKER_CLOSED))
+	if (!rx__guard_admit_tickets(g, ctx->now_ns, permit))
 		return false;
-	slots = rx__limiter_slot_limit(l, rx__limiter_band_limit(l, now_ns));
-	if (RX__UNLIKELY((uint64_t)l->in_flight + l->queued >= slots))
-		return false;
-	if (now_ns > g->last_used_ns)
-		g->last_used_ns = now_ns;
-	permit->tickets[0].start_ns = rx__clock(&b->last_now_ns, now_ns);
-	permit->tickets[0].generation = b->generation;
-	permit->tickets[0].flags = 0;
-	rx__limiter_take_slot(l, now_ns, &permit->tickets[1]);
-	permit->count = 2;
 	if (RX__UNLIKELY(g->shares_on)) { /* limiter_step below its slots */
 		shares_take(g, ctx, &permit->tickets[2]);
 		permit->count = with_shares(g, permit, 2);
