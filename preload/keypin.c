@@ -86,9 +86,9 @@ static void spare_key_init(void)
 	spare_key_ok = pthread_key_create(&spare_key, spare_exit) == 0;
 }
 
-/* This thread's slot, claimed on first use; -1 when none. */
-/* slot_of_thread's first calls in a thread: out of line, so that every
- * later release is a load and a store with no frame (ADR-583). */
+/* slot_of_thread's first calls in a thread: claim a slot (-1 when none);
+ * out of line, so that every later release is a load and a store with no
+ * frame (ADR-583). */
 static __attribute__((noinline, cold)) int slot_claim(void)
 {
 	int s;
@@ -123,6 +123,7 @@ static __attribute__((noinline, cold)) int slot_claim(void)
 	return s;
 }
 
+/* This thread's slot, claimed on first use; -1 when none. */
 static inline int slot_of_thread(void)
 {
 	if (__builtin_expect(spare_slot != 0, 1))
