@@ -36,8 +36,9 @@ struct rx_lock {
 /*
  * What a held lock's word says: 1, or - with RESILIX_SHARED, whose locks
  * live in memory several processes map - this process's slot in the
- * segment's process table plus 2, so a waiter can tell who holds it
- * (ADR-482). Set at start-up and in a forked child (runtime.c).
+ * segment's process table plus 2 and the slot's generation, so a waiter
+ * can tell who holds it (ADR-482, ADR-623). Set at start-up and in a
+ * forked child (shared.c).
  */
 extern int rx__lock_tag RX_HIDDEN;
 

@@ -52,7 +52,7 @@
 /* 2: criticality and tenant shares (ADR-489); 3: counted once a second
  * bucket or tenant calls (ADR-490); 4: every general settlement keeps the
  * guard's steady byte (ADR-587), which an older build leaves stale. */
-#define SHM_VERSION 4u
+#define SHM_VERSION 5u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */
@@ -60,14 +60,23 @@
 #define RX_SHM_SWEEP_NS (500 * RX_NS_PER_MS)
 
 enum { PROC_FREE = 0, PROC_LIVE = 1, PROC_RECOVERING = 2 };
+#define PROC_STATE_MASK 3u
+
+/* A lock tag (ADR-482) names a slot and the claim of it: bits 0-8 the
+ * slot + 2, bits 9-29 the slot's generation, counted up at each claim.
+ * So a dead holder's tag never names the process that claims its slot
+ * next (ADR-623): that one's locks carry another generation. */
+#define TAG_SLOT_BITS 9
+#define TAG_GEN_MASK ((1u << 21) - 1)
 
 struct shm_proc {
 	_Atomic uint32_t pid;	 /* 0 = free */
-	_Atomic uint32_t state;	 /* PROC_*, | recoverer slot << 8 */
+	_Atomic uint32_t state;	 /* PROC_*, | recoverer's lock tag << 2 */
 	_Atomic uint64_t start;	 /* /proc start time, 0 = unknown yet */
 	uint32_t criticality;	 /* RESILIX_CRITICALITY (its bucket) */
 	char tenant[32];	 /* RESILIX_TENANT, cut to 31 bytes */
-	uint32_t pad[5];
+	_Atomic uint32_t gen;	 /* claims of the slot so far (TAG_GEN_MASK) */
+	uint32_t pad[4];
 };
 
 struct shm_header {
@@ -188,6 +197,25 @@ static bool slot_alive(int s)
 	return pid != 0 && alive(pid, atomic_load(&procs[s].start));
 }
 
+static int tag_of(int s)
+{
+	return (int)(((atomic_load(&procs[s].gen) & TAG_GEN_MASK)
+		      << TAG_SLOT_BITS) |
+		     (uint32_t)(s + 2));
+}
+
+/* Whether the process that took lock tag @tag is still the live owner of
+ * its slot: the slot not claimed again since (its generation) and its
+ * process alive. */
+static bool tag_alive(int tag)
+{
+	int s = (int)((uint32_t)tag & ((1u << TAG_SLOT_BITS) - 1)) - 2;
+
+	if (s < 0 || s >= RX_SHM_PROCS || tag_of(s) != tag)
+		return false;
+	return slot_alive(s);
+}
+
 /* ---- repair after a takeover ------------------------------------------ */
 
 static uint32_t pins_of(void *arg, uint32_t index)
@@ -202,38 +230,79 @@ static uint32_t pins_of(void *arg, uint32_t index)
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
-/* The caller now holds @l, taken over from a dead holder. */
-static void repair(struct rx_lock *l)
+static uint32_t sum_sat(uint64_t sum, int32_t *hold)
+{
+	if (*hold < 0)
+		*hold = 0;
+	sum += (uint32_t)*hold;
+	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+}
+
+/*
+ * Key @k's guard after its lock was taken over from @dead, a slot that
+ * died inside the critical section: a fresh state, whose counters of what
+ * is held - calls in flight, limiter slots, queue places, the buckets'
+ * calls - are the sum of the other processes' holds, which only change
+ * under that lock and so are whole (ADR-624). Their calls then settle
+ * against counts that hold them, and a hold never falls below what its
+ * process has in flight - so a process that dies later gives back no
+ * less than it took. The dead slot's holds on the key go (its recovery
+ * finds nothing there); half-open probes go with the old breaker.
+ */
+static void repair_key(uint32_t k, int dead, uint64_t now)
+{
+	uint32_t calls = 0, lim = 0, queued = 0, busy[RX_BUCKET_COUNT] = {0};
+	struct rx_guard *g;
+	int s;
+
+	rx_registry_reset_at(registry, k, now);
+	for (s = 0; s < RX_SHM_PROCS; s++) {
+		struct rx_shm_hold *h = &row(s)[k];
+
+		h->probes = 0;
+		if (s == dead || atomic_load(&procs[s].pid) == 0) {
+			h->calls = h->lim = h->queued = h->bucket = 0;
+			continue;
+		}
+		calls = sum_sat(calls, &h->calls);
+		lim = sum_sat(lim, &h->lim);
+		queued = sum_sat(queued, &h->queued);
+		busy[procs[s].criticality % RX_BUCKET_COUNT] = sum_sat(
+		    busy[procs[s].criticality % RX_BUCKET_COUNT], &h->bucket);
+	}
+	g = rx_registry_guard_at(registry, k);
+	if (!g)
+		return;
+	g->in_flight = calls;
+	g->limiter.in_flight = lim;
+	g->limiter.queued = queued;
+	if (g->shares_on)
+		memcpy(g->partition.busy, busy, sizeof(busy));
+}
+
+/* The caller now holds @l, taken over from @dead, its holder. */
+static void repair(struct rx_lock *l, int dead)
 {
 	uint64_t now = rx__now_ns();
 
-	if (l == &hdr->registry_lock) {
+	if (l == &hdr->registry_lock)
 		rx_registry_repair(registry, pins_of, NULL, now);
-	} else if (l >= guard_locks && l < guard_locks + max_keys) {
-		uint32_t k = (uint32_t)(l - guard_locks);
-		int s;
-
-		rx_registry_reset_at(registry, k, now);
-		for (s = 0; s < RX_SHM_PROCS; s++) {
-			struct rx_shm_hold *h = &row(s)[k];
-
-			h->calls = h->lim = h->probes = h->queued = 0;
-			h->bucket = 0;
-		}
-	}
+	else if (l >= guard_locks && l < guard_locks + max_keys)
+		repair_key((uint32_t)(l - guard_locks), dead, now);
 	atomic_store(&hdr->sweep_due, 1);
 }
 
 static bool stall(struct rx_lock *l, int tag)
 {
-	int s = tag - 2, mine = rx__lock_tag;
+	int s = (int)((uint32_t)tag & ((1u << TAG_SLOT_BITS) - 1)) - 2;
+	int mine = rx__lock_tag;
 	char line[200];
 
-	if (s < 0 || s >= RX_SHM_PROCS || tag == mine || slot_alive(s))
+	if (s < 0 || s >= RX_SHM_PROCS || tag == mine || tag_alive(tag))
 		return false;
 	if (!atomic_compare_exchange_strong(&l->held, &tag, mine))
 		return false; /* released, or another waiter took it over */
-	repair(l);
+	repair(l, s);
 	snprintf(line, sizeof(line),
 		 "event=shared-lock-recovered holder_pid=%u lock=%s",
 		 (unsigned)atomic_load(&procs[s].pid),
@@ -252,13 +321,13 @@ static uint32_t sub_sat(uint32_t v, int32_t d)
 static void recover(int s)
 {
 	uint32_t st = atomic_load(&procs[s].state);
-	uint32_t mine = PROC_RECOVERING | ((uint32_t)my_slot << 8);
+	uint32_t mine = PROC_RECOVERING | ((uint32_t)rx__lock_tag << 2);
 	struct rx_shm_hold *r = row(s);
 	bool any_pins = false;
 	uint32_t k;
 
-	if ((st & 0xff) == PROC_RECOVERING && (int)(st >> 8) != my_slot &&
-	    slot_alive((int)(st >> 8)))
+	if ((st & PROC_STATE_MASK) == PROC_RECOVERING && st != mine &&
+	    tag_alive((int)(st >> 2)))
 		return; /* another process is on it */
 	if (!atomic_compare_exchange_strong(&procs[s].state, &st, mine))
 		return;
@@ -325,8 +394,8 @@ static void sweep(void)
 		/* Our own pid in another slot: this process before an exec
 		 * (the new program re-attaches). */
 		if (pid == me || !alive(pid, atomic_load(&procs[s].start)) ||
-		    ((st & 0xff) == PROC_RECOVERING &&
-		     !slot_alive((int)(st >> 8))))
+		    ((st & PROC_STATE_MASK) == PROC_RECOVERING &&
+		     !tag_alive((int)(st >> 2))))
 			recover(s);
 	}
 }
@@ -370,6 +439,7 @@ static int claim_slot(const struct rx_config *cfg)
 			    !atomic_compare_exchange_strong(&procs[s].pid,
 							    &zero, me))
 				continue;
+			atomic_fetch_add(&procs[s].gen, 1); /* a new tag */
 			atomic_store(&procs[s].start, my_start);
 			procs[s].criticality = (uint32_t)cfg->criticality;
 			snprintf(procs[s].tenant, sizeof(procs[s].tenant), "%s",
@@ -387,7 +457,7 @@ static int claim_slot(const struct rx_config *cfg)
 static void take_slot(int s)
 {
 	my_slot = s;
-	rx__lock_tag = s + 2;
+	rx__lock_tag = tag_of(s);
 	rx__shm_holds = row(s);
 }
 

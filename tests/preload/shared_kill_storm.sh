@@ -46,9 +46,24 @@ done
 for i in $(seq 8); do
 	[ -n "${VICTIM[$i]}" ] && kill -KILL "${VICTIM[$i]}" 2>/dev/null
 done
+# And any worker whose client start_worker did not find in time (a slow
+# start): no guarded client of this test may live on into the check.
+for n in $(seq 50); do
+	left=0
+	rx_descendants $$
+	for d in ${RX_DESC[@]+"${RX_DESC[@]}"}; do
+		if [ "$(readlink "/proc/$d/exe" 2>/dev/null)" = "$(readlink -f "$CLIENT")" ]; then
+			kill -KILL "$d" 2>/dev/null
+			VICTIM[9]=$d
+			left=1
+		fi
+	done
+	[ $left = 0 ] && break
+	sleep 0.1
+done
 # SIGKILL is asynchronous: let the last victims die.
-for i in $(seq 8); do
-	[ -n "${VICTIM[$i]}" ] || continue
+for i in $(seq 9); do
+	[ -n "${VICTIM[$i]:-}" ] || continue
 	rx_wait_for 5 sh -c "! kill -0 ${VICTIM[$i]} 2>/dev/null || grep -q '^State:.*Z' /proc/${VICTIM[$i]}/status"
 done
 rx_log "$kills SIGKILLs delivered"
