@@ -131,7 +131,9 @@ static bool claim(uint32_t i)
 	    memory_order_relaxed);
 }
 
-struct rx_fd *rx__fd_attach(int fd)
+/* rx__fd_attach's body, inline in rx__fd_for_connect, every connect's
+ * claim (ADR-607). */
+static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
@@ -149,6 +151,11 @@ struct rx_fd *rx__fd_attach(int fd)
 		return &rx__fd_pool[i];
 	}
 	return NULL;
+}
+
+struct rx_fd *rx__fd_attach(int fd)
+{
+	return attach(fd);
 }
 
 /* Has @e's socket identity been taken? A connect on a number whose
@@ -422,7 +429,7 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
 		e = NULL;
 	}
 	if (!e)
-		e = rx__fd_attach(fd);
+		e = attach(fd);
 	if (e) {
 		/* The caller saw the socket when the doubt counter was @seen:
 		 * its fstat, or socket()'s mark (ADR-500, ADR-545). */

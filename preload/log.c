@@ -93,7 +93,8 @@ static _Atomic uint64_t log_tat_ns;	/* GCRA theoretical arrival time */
 static _Atomic uint64_t log_suppressed; /* lines dropped, not reported */
 
 enum rx_log_level rx__log_level = RX_LOG_WARN;
-static atomic_int log_fd = 2;
+/* The log's file; 2 is stderr. Read inline by rx__log_fd_lost. */
+atomic_int rx__log_fd = 2;
 
 /* The files behind stderr and the log file at start-up (ADR-202). */
 enum { ERR_ANY, ERR_CHECK, ERR_GONE };
@@ -142,13 +143,13 @@ static int err_fd(mode_t *mode)
  * type (ADR-362). */
 static int line_fd(mode_t *mode)
 {
-	int fd = atomic_load_explicit(&log_fd, memory_order_relaxed);
+	int fd = atomic_load_explicit(&rx__log_fd, memory_order_relaxed);
 
 	if (fd == 2)
 		return err_fd(mode);
 	if (same_file(fd, log_dev, log_ino, mode))
 		return fd;
-	atomic_compare_exchange_strong(&log_fd, &fd, 2);
+	atomic_compare_exchange_strong(&rx__log_fd, &fd, 2);
 	return err_fd(mode);
 }
 
@@ -251,7 +252,7 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 	struct stat st;
 
 	rx__log_level = level;
-	atomic_store(&log_fd, 2);
+	atomic_store(&rx__log_fd, 2);
 	if (fstat(2, &st) == 0) {
 		err_dev = st.st_dev;
 		err_ino = st.st_ino;
@@ -295,16 +296,14 @@ void rx__log_setup(enum rx_log_level level, const char *path)
 	}
 	log_dev = st.st_dev;
 	log_ino = st.st_ino;
-	atomic_store(&log_fd, fd);
+	atomic_store(&rx__log_fd, fd);
 }
 
-void rx__log_fd_lost(int fd)
+/* rx__log_fd_lost's rest, once @fd is stderr or the log's file. */
+void rx__log_fd_lost_slow(int fd)
 {
 	int expected = fd;
 
-	if (fd != 2 &&
-	    fd != atomic_load_explicit(&log_fd, memory_order_relaxed))
-		return;
 	/* A vfork child (posix_spawn, python's subprocess) shares this
 	 * memory and closes or dup2s fds before it execs: its closes are not
 	 * the owner's, and must not move the owner's log (ADR-363). Before
@@ -314,7 +313,7 @@ void rx__log_fd_lost(int fd)
 	/* Our own file: back to stderr. Stderr itself closed or replaced
 	 * by the program: its next file is the program's (ADR-202). */
 	if (fd != 2)
-		atomic_compare_exchange_strong(&log_fd, &expected, 2);
+		atomic_compare_exchange_strong(&rx__log_fd, &expected, 2);
 	else if (atomic_load_explicit(&err_state, memory_order_relaxed) ==
 		 ERR_CHECK)
 		atomic_store(&err_state, ERR_GONE);

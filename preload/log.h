@@ -11,6 +11,7 @@
 #ifndef RESILIX_PRELOAD_LOG_H
 #define RESILIX_PRELOAD_LOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,8 +43,23 @@ void rx__log(enum rx_log_level level, const char *fmt, ...)
 
 /* rx__log_fd_lost - the program closes @fd or dup2s over it: if that is
  * the log file, log to stderr from now on rather than into whatever file
- * gets the number next. One compare when it is not. Thread-safe. */
-void rx__log_fd_lost(int fd);
+ * gets the number next. Two compares, inline, when it is not: no call
+ * (ADR-607). Thread-safe. */
+extern atomic_int rx__log_fd; /* the log's number; 2: stderr (log.c) */
+
+/* rx__log_fd_lost_slow - rx__log_fd_lost's rest, for @fd 2 or the log's
+ * number: the owner check (ADR-363), then back to stderr (ADR-202).
+ * Thread-safe. */
+void rx__log_fd_lost_slow(int fd);
+
+static inline void rx__log_fd_lost(int fd)
+{
+	if (__builtin_expect(
+		fd == 2 || fd == atomic_load_explicit(&rx__log_fd,
+						      memory_order_relaxed),
+		0))
+		rx__log_fd_lost_slow(fd);
+}
 
 /* rx__log_plain - write "resilix: <msg>\n" to stderr whatever the level
  * (configuration errors must reach a human). No allocation. */
