@@ -131,8 +131,12 @@ static bool claim(uint32_t i)
 	    memory_order_relaxed);
 }
 
-/* rx__fd_attach's body, inline in rx__fd_for_connect, every connect's
- * claim (ADR-607). */
+/* Give @fd, which has no record, a free one (refs 1, fields as the last
+ * user left them: phase untracked, epoch counting on). Returns it, or
+ * NULL when @fd is not covered or already has a record. Lock-free
+ * (ADR-547), never calls libc; O(1) unless duplicates of earlier sockets
+ * still hold the records of lower numbers. Inline in rx__fd_for_connect,
+ * every admitted connect's claim (ADR-607). */
 static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 {
 	uint32_t cap =
@@ -151,11 +155,6 @@ static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 		return &rx__fd_pool[i];
 	}
 	return NULL;
-}
-
-struct rx_fd *rx__fd_attach(int fd)
-{
-	return attach(fd);
 }
 
 /* Has @e's socket identity been taken? A connect on a number whose

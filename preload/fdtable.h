@@ -210,15 +210,6 @@ static inline struct rx_lock *rx__fd_lock(const struct rx_fd *e)
 }
 
 /*
- * rx__fd_attach - give @fd, which has no record, a free one (refs 1,
- * fields as the last user left them: phase untracked, epoch counting on).
- * Returns it, or NULL when @fd is not covered or already has a record.
- * Lock-free (ADR-547), never calls libc. Thread-safe; O(1) unless
- * duplicates of earlier sockets still hold the records of lower numbers.
- */
-struct rx_fd *rx__fd_attach(int fd);
-
-/*
  * rx__fd_share - @newfd (which must have no record) is a duplicate of
  * @fd: map it to @fd's record, if @fd still has one and that record's
  * socket is @dev/@ino (the caller's fstat of @newfd: a number that changed
