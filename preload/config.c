@@ -702,6 +702,11 @@ static int limiter_bounds(struct rx_config *cfg, const bool *given,
 		report_combined(report, arg, msg);
 		return 1;
 	}
+	/* The default maximum is the learnt limit's ceiling only: while
+	 * learning it caps nothing, so a healthy program that runs more
+	 * than 1000 calls at once to one destination is not refused. One the
+	 * user set is a cap from the first call (ADR-625). */
+	l->max_binds_learning = given[F_LIMIT_MAX];
 	if (given[F_LIMIT_INITIAL]) {
 		/* A limit the user chose is enforced from the first call:
 		 * no learning period (ADR-210). */

@@ -51,8 +51,11 @@
 #define SHM_MAGIC "RXSHARE"  /* 8 bytes with its NUL */
 /* 2: criticality and tenant shares (ADR-489); 3: counted once a second
  * bucket or tenant calls (ADR-490); 4: every general settlement keeps the
- * guard's steady byte (ADR-587), which an older build leaves stale. */
-#define SHM_VERSION 5u
+ * guard's steady byte (ADR-587), which an older build leaves stale;
+ * 5: lock tags name a slot's claim (ADR-623); 6: the limiter's config
+ * says whether its maximum binds while learning (ADR-625), a byte an
+ * older build leaves as padding and would not read. */
+#define SHM_VERSION 6u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

@@ -58,14 +58,17 @@ static inline uint32_t rx__limiter_effective_limit(const struct rx_limiter *l,
 	return limit;
 }
 
-/* The unit of the bands at @now_ns: L, or max_limit while learning (no
- * evidence yet that the upstream queues, ADR-210, ADR-380: only the
- * maximum binds). */
+/* The unit of the bands at @now_ns: L, or while learning (no evidence
+ * yet that the upstream queues, ADR-210, ADR-380) max_limit when it binds
+ * then, else UINT32_MAX: a default maximum is the learnt limit's ceiling,
+ * not a cap on what a healthy program runs at once (ADR-625). */
 static inline uint32_t rx__limiter_band_limit(const struct rx_limiter *l,
 					      uint64_t now_ns)
 {
-	return l->learning ? l->cfg.max_limit
-			   : rx__limiter_effective_limit(l, now_ns);
+	if (l->learning)
+		return l->cfg.max_binds_learning ? l->cfg.max_limit
+						 : UINT32_MAX;
+	return rx__limiter_effective_limit(l, now_ns);
 }
 
 /* The calls a probe lets in flight: half the limit it drains from, or

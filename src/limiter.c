@@ -128,6 +128,7 @@ void rx_limiter_config_default(struct rx_limiter_config *cfg)
 	cfg->gradient2_smoothing = 0.2;
 	cfg->gradient2_queue_size = 4;
 	cfg->learn_first = true;
+	cfg->max_binds_learning = true;
 	cfg->queue_floor_ms = 20;
 }
 

@@ -97,7 +97,8 @@
  *
  * Do no harm (ADR-380; cfg.learn_first, the default): until there is
  * evidence that the upstream queues the limiter is learning: only
- * max_limit binds, the control loop runs, and each window raises the
+ * max_limit binds (and only with cfg.max_binds_learning: without it
+ * nothing does, ADR-625), the control loop runs, and each window raises the
  * limit to at least its peak in flight (the concurrency the program runs).
  * Evidence: drops (above), or two windows in a row that ran a quarter
  * more calls at once than the baseline was measured at, with a quantile
@@ -196,6 +197,10 @@ struct rx_limiter_config {
 	uint32_t gradient2_queue_size;	/* 0..1000 */
 	bool learn_first; /* admit all until the upstream is seen to queue
 			     (ADR-210, ADR-380); default true */
+	bool max_binds_learning; /* while learning, max_limit still caps the
+				    calls in flight; default true. The shim
+				    clears it unless the user set the
+				    maximum (ADR-625) */
 	uint32_t queue_floor_ms; /* 0..3600000, evidence threshold (ADR-380) */
 };
 

@@ -1420,6 +1420,47 @@ static void test_learning_admits_first_burst(void)
 	assert_sane(&l, 201 * ms);
 }
 
+/* While learning, a maximum that does not bind during it caps nothing:
+ * the shim's default (RESILIX_LIMIT_MAX unset), so a healthy program with
+ * more calls in flight than the maximum, blocking or not, is admitted
+ * whole (ADR-625); the limit itself stays within the maximum. With
+ * max_binds_learning (a maximum the user set) the call past it is
+ * refused or, blocking, queued. */
+static void test_learning_max_caps_only_when_set(void)
+{
+	static struct rx_ticket t[40];
+	struct rx_limiter_config c;
+	struct rx_limiter l;
+	uint64_t ms = 1000000;
+
+	rx_limiter_config_default(&c);
+	c.max_limit = 8;
+	c.initial_limit = 8;
+	c.max_binds_learning = false;
+	init_limiter(&l, &c);
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(admit(&l, ms, i % 2 == 0, NULL, &t[i]),
+				RX_ADMIT);
+	for (int i = 0; i < 40; i++)
+		settle(&l, &t[39 - i], RX_SUCCESS, 1000,
+		       (10 + 3 * (uint64_t)i) * ms);
+	struct rx_limiter_stats st;
+	rx_limiter_stats(&l, 200 * ms, &st);
+	CU_ASSERT_TRUE(st.learning);
+	CU_ASSERT(st.limit <= 8);
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(admit(&l, 201 * ms, false, NULL, &t[i]),
+				RX_ADMIT);
+	assert_sane(&l, 201 * ms);
+
+	c.max_binds_learning = true;
+	init_limiter(&l, &c);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(admit(&l, ms, false, NULL, &t[i]), RX_ADMIT);
+	CU_ASSERT_EQUAL(admit(&l, ms, false, NULL, &t[8]), RX_REFUSE);
+	CU_ASSERT_EQUAL(admit(&l, ms, true, NULL, &t[8]), RX_QUEUE);
+}
+
 /* Overload ends the learning period at once: the limit backs off from
  * its initial value and is enforced from then on. */
 static void test_learning_ends_on_overload(void)
@@ -1810,6 +1851,7 @@ static void test_sim_bimodal_error_recovers(void)
 
 static const struct rx_test tests[] = {
     {"learning admits the first burst", test_learning_admits_first_burst},
+    {"learning: a maximum caps only when set", test_learning_max_caps_only_when_set},
     {"learning ends on overload", test_learning_ends_on_overload},
     {"learning release is exact", test_learning_release_is_exact},
     {"config defaults and checks", test_config_defaults_and_checks},
