@@ -682,11 +682,11 @@ static void report_combined(rx_config_report_fn report, void *arg,
 /*
  * The limiter's bounds taken together (ADR-137), and whether it starts
  * with a learning period (ADR-210: not when the user set the initial
- * limit). MIN above MAX is an
- * error naming both. An INITIAL the user set outside [MIN, MAX] is an
- * error; the default initial limit (20) is clamped into the range when
- * only MIN or MAX was set, so RESILIX_LIMIT_MAX=8 alone means "at most 8",
- * not "also set RESILIX_LIMIT_INITIAL". Returns the number of errors.
+ * limit), and whether its maximum caps it then (ADR-625: when set). MIN
+ * above MAX is an error naming both; so is an INITIAL the user set outside
+ * [MIN, MAX]; the default initial limit (20) is clamped into the range
+ * when only MIN or MAX was set, so RESILIX_LIMIT_MAX=8 alone means "at
+ * most 8". Returns the number of errors.
  */
 static int limiter_bounds(struct rx_config *cfg, const bool *given,
 			  rx_config_report_fn report, void *arg)
@@ -702,10 +702,6 @@ static int limiter_bounds(struct rx_config *cfg, const bool *given,
 		report_combined(report, arg, msg);
 		return 1;
 	}
-	/* The default maximum is the learnt limit's ceiling only: while
-	 * learning it caps nothing, so a healthy program that runs more
-	 * than 1000 calls at once to one destination is not refused. One the
-	 * user set is a cap from the first call (ADR-625). */
 	l->max_binds_learning = given[F_LIMIT_MAX];
 	if (given[F_LIMIT_INITIAL]) {
 		/* A limit the user chose is enforced from the first call:

@@ -6,8 +6,7 @@
  * can finish without queueing (docs/design.md section 2, ADR-008, ADR-015).
  *
  * Admission, measured against the current limit L:
- *   - in_flight < L (L / 2 during a probe, below), and fewer waiters than
- *     free slots: RX_ADMIT;
+ *   - in_flight < L (L / 2 in a probe), fewer waiters than free slots: admit;
  *   - otherwise, with W = in_flight + queued (waiters):
  *       W <  2L: RX_QUEUE for a caller that can wait, RX_REFUSE for one
  *                that cannot (a non-blocking caller is never made to wait:
@@ -96,10 +95,9 @@
  * and <= max_limit, whatever the samples.
  *
  * Do no harm (ADR-380; cfg.learn_first, the default): until there is
- * evidence that the upstream queues the limiter is learning: only
- * max_limit binds (and only with cfg.max_binds_learning: without it
- * nothing does, ADR-625), the control loop runs, and each window raises the
- * limit to at least its peak in flight (the concurrency the program runs).
+ * evidence that the upstream queues the limiter is learning: nothing binds
+ * but max_limit with cfg.max_binds_learning (ADR-625), the control loop
+ * runs, and each window raises the limit to its peak in flight at least.
  * Evidence: drops (above), or two windows in a row that ran a quarter
  * more calls at once than the baseline was measured at, with a quantile
  * and a median above the baseline by more than max(queue_floor_ms,
@@ -174,9 +172,9 @@ int rx_limiter_algorithm_parse(const char *name,
  *   app-limited rules, inflight x 2 < L; FGO's factor is 5);
  *   drop_backoff 0.9 (NCL AIMD); rtt_tolerance 1.5 (NCL gradient2);
  *   queue_floor_ms 20 (ours, ADR-380: above what a saturated client host
- *   adds on loopback, measured 6-14 ms);
- *   probe_multiplier 30 (NCL Vegas); gradient2_long_window 600,
- *   gradient2_smoothing 0.2, gradient2_queue_size 4 (NCL).
+ *   adds on loopback, 6-14 ms); probe_multiplier 30 (NCL Vegas);
+ *   max_binds_learning true (the shim: when the maximum is set, ADR-625);
+ *   gradient2_long_window 600, smoothing 0.2, queue_size 4 (NCL).
  */
 struct rx_limiter_config {
 	enum rx_limiter_algorithm algorithm;
@@ -197,10 +195,7 @@ struct rx_limiter_config {
 	uint32_t gradient2_queue_size;	/* 0..1000 */
 	bool learn_first; /* admit all until the upstream is seen to queue
 			     (ADR-210, ADR-380); default true */
-	bool max_binds_learning; /* while learning, max_limit still caps the
-				    calls in flight; default true. The shim
-				    clears it unless the user set the
-				    maximum (ADR-625) */
+	bool max_binds_learning; /* max_limit caps while learning (ADR-625) */
 	uint32_t queue_floor_ms; /* 0..3600000, evidence threshold (ADR-380) */
 };
 

@@ -1851,7 +1851,8 @@ static void test_sim_bimodal_error_recovers(void)
 
 static const struct rx_test tests[] = {
     {"learning admits the first burst", test_learning_admits_first_burst},
-    {"learning: a maximum caps only when set", test_learning_max_caps_only_when_set},
+    {"learning: a maximum caps when set",
+     test_learning_max_caps_only_when_set},
     {"learning ends on overload", test_learning_ends_on_overload},
     {"learning release is exact", test_learning_release_is_exact},
     {"config defaults and checks", test_config_defaults_and_checks},
