@@ -17,6 +17,11 @@
  * (every 200 ms, not once: a signal that lands before the wait starts,
  * on a loaded machine, interrupts nothing, as it would not interrupt the
  * real connect either)
+ *   fionbio         none, but the socket made non-blocking with
+ *                   ioctl(FIONBIO), which the shim does not see as it
+ *                   sees fcntl: the call must not wait (ADR-619)
+ *   write-fionbio   fionbio, on the first write of a kept-alive
+ *                   connection's second request
  *   none            nothing
  * and prints "<rc> <errno name|OK> <elapsed ms> <alarms>".
  */
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,6 +86,13 @@ static void arm(int fd, const char *mode)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		return;
 	}
+	if (strcmp(mode, "fionbio") == 0) {
+		int on = 1;
+
+		if (ioctl(fd, FIONBIO, &on) != 0)
+			_exit(1);
+		return;
+	}
 	if (strcmp(mode, "none") == 0)
 		return;
 	memset(&sa, 0, sizeof(sa));
@@ -110,7 +123,8 @@ int main(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: queuewait PORT sndtimeo|alarm|"
-				"alarm-restart|alarm-mixed|write-alarm|none\n");
+				"alarm-restart|alarm-mixed|write-alarm|fionbio|"
+				"write-fionbio|none\n");
 		return 2;
 	}
 	port = atoi(argv[1]);
