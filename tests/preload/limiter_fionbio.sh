@@ -11,7 +11,9 @@
 # tests/support/queuewait holds the slot, and the program's second call
 # would queue for up to 1500 ms: a connect on a socket made non-blocking
 # with FIONBIO, then the first write of a kept-alive connection's next
-# request on one. Each must fail within 300 ms, and nothing waits.
+# request on one, then a connect on a socket a forked child made
+# non-blocking with fcntl (the shared open file: this process saw no
+# change). Each must fail within 300 ms, and nothing waits.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 QW=$RESILIX_BUILDDIR/tests/support/queuewait
@@ -28,7 +30,7 @@ run() {
 	cat "$out"
 }
 
-for m in fionbio write-fionbio; do
+for m in fionbio write-fionbio child-nonblock; do
 	rx_dump_on_fail "$RX_TMP/$m.out" "$RX_TMP/$m.err"
 done
 # set -- $(run MODE) splits the line into $1..$4.
@@ -47,4 +49,11 @@ rx_assert_le "kept-alive write, FIONBIO: at once (ms)" "$3" 300
 rx_assert_grep "kept-alive write, FIONBIO: refused as limiter-full without a wait" \
 	'event=refused reason=limiter-full .*at=write waited_ms=0' \
 	"$RX_TMP/write-fionbio.err"
+
+set -- $(run child-nonblock)
+rx_assert_eq "connect, made non-blocking by a child: refused" "-1 ECONNREFUSED" "$1 $2"
+rx_assert_le "connect, made non-blocking by a child: at once (ms)" "$3" 300
+rx_assert_grep "connect, made non-blocking by a child: limiter-full without a wait" \
+	'event=refused reason=limiter-full .*at=connect waited_ms=0' \
+	"$RX_TMP/child-nonblock.err"
 rx_pass

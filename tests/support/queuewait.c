@@ -22,11 +22,16 @@
  *                   sees fcntl: the call must not wait (ADR-619)
  *   write-fionbio   fionbio, on the first write of a kept-alive
  *                   connection's second request
+ *   child-nonblock  none, but a forked child sets O_NONBLOCK on the
+ *                   socket (the open file both processes share), which
+ *                   this process's shim never sees: the call must not
+ *                   wait either
  *   none            nothing
  * and prints "<rc> <errno name|OK> <elapsed ms> <alarms>".
  */
 #define _GNU_SOURCE /* strerrorname_np */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +99,16 @@ static void arm(int fd, const char *mode)
 			_exit(1);
 		return;
 	}
+	if (strcmp(mode, "child-nonblock") == 0) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			_exit(fcntl(fd, F_SETFL, O_NONBLOCK) == 0 ? 0 : 1);
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
+			_exit(1);
+		return;
+	}
 	if (strcmp(mode, "none") == 0)
 		return;
 	memset(&sa, 0, sizeof(sa));
@@ -124,7 +140,7 @@ int main(int argc, char **argv)
 	if (argc != 3) {
 		fprintf(stderr, "usage: queuewait PORT sndtimeo|alarm|"
 				"alarm-restart|alarm-mixed|write-alarm|fionbio|"
-				"write-fionbio|none\n");
+				"write-fionbio|child-nonblock|none\n");
 		return 2;
 	}
 	port = atoi(argv[1]);
