@@ -57,6 +57,11 @@
 #define RX_CURLOPT_HEADERFUNCTION 20079
 
 /* CURLINFO: type base | index. */
+#define RX_CURLINFO_STRING 0x100000 /* char ** */
+#define RX_CURLINFO_LONG 0x200000   /* long * */
+#define RX_CURLINFO_DOUBLE 0x300000 /* double * */
+#define RX_CURLINFO_OFF_T 0x600000  /* curl_off_t * */
+#define RX_CURLINFO_TYPEMASK 0xf00000
 #define RX_CURLINFO_RESPONSE_CODE (0x200000 + 2)	 /* long */
 #define RX_CURLINFO_HTTP_CONNECTCODE (0x200000 + 22)	 /* long */
 #define RX_CURLINFO_STARTTRANSFER_TIME_T (0x600000 + 54) /* curl_off_t, us */

@@ -312,6 +312,91 @@ static __attribute__((noinline)) getinfo_fn getinfo_first(void)
 	return real_getinfo;
 }
 
+/* What libcurl answers for CURLINFO @info (index, its type's bits
+ * masked off) after a transfer whose connect was refused: the fields it
+ * resets at each transfer's start (Curl_initinfo, the progress counters)
+ * and that a failed connect leaves so - no status, no connection, no
+ * byte, no time spent past the start, no address, an unknown length or
+ * file time, the connect's errno (ADR-620). @v: the value (-1, 0 or
+ * ECONNREFUSED); false: @info is not such a field. Pure. */
+static bool refused_value(int info, long *v)
+{
+	int type = info & RX_CURLINFO_TYPEMASK, i = info & 0xfffff;
+
+	*v = 0;
+	switch (type) {
+	case RX_CURLINFO_LONG:
+		if (i == 25) { /* OS_ERRNO: the connect's */
+			*v = ECONNREFUSED;
+			return true;
+		}
+		if (i == 14) { /* FILETIME: unknown */
+			*v = -1;
+			return true;
+		}
+		/* RESPONSE_CODE, HEADER_SIZE, REQUEST_SIZE, REDIRECT_COUNT,
+		 * HTTP_CONNECTCODE, HTTPAUTH_AVAIL, PROXYAUTH_AVAIL,
+		 * NUM_CONNECTS, CONDITION_UNMET, PRIMARY_PORT, LOCAL_PORT,
+		 * HTTP_VERSION, PROTOCOL */
+		return i == 2 || i == 11 || i == 12 || i == 20 || i == 22 ||
+		       i == 23 || i == 24 || i == 26 || i == 35 || i == 40 ||
+		       i == 42 || i == 46 || i == 48;
+	case RX_CURLINFO_DOUBLE:
+	case RX_CURLINFO_OFF_T:
+		/* CONTENT_LENGTH_DOWNLOAD/UPLOAD, FILETIME_T: unknown */
+		if (i == 15 || i == 16 || (i == 14 && type == RX_CURLINFO_OFF_T)) {
+			*v = -1;
+			return true;
+		}
+		/* the times (3-6, 17, 19, 33; 50-56), sizes and speeds (7-10),
+		 * RETRY_AFTER (57), QUEUE_TIME_T (65), POSTTRANSFER_TIME_T
+		 * (67) */
+		return (i >= 3 && i <= 10) || i == 17 || i == 19 || i == 33 ||
+		       (type == RX_CURLINFO_OFF_T &&
+			((i >= 50 && i <= 57) || i == 65 || i == 67));
+	default:
+		return false;
+	}
+}
+
+/* curl_easy_getinfo on @h, whose last perform on this thread the layer
+ * refused before libcurl ran (ADR-597): the fields a real connection
+ * refusal resets read as after one (refused_value), PRIMARY_IP and
+ * LOCAL_IP as "" and CONTENT_TYPE and REDIRECT_URL as NULL, CURLE_OK;
+ * anything else - the handle's own (PRIVATE, ACTIVESOCKET, COOKIELIST,
+ * CERTINFO...), EFFECTIVE_URL - goes to libcurl (@f) as asked. Out of
+ * line: the common getinfo path keeps one compare (ADR-593, ADR-620). */
+static __attribute__((noinline)) int refused_info(getinfo_fn f, void *h,
+						  int info, void *p)
+{
+	int type = info & RX_CURLINFO_TYPEMASK, i = info & 0xfffff;
+	long v;
+
+	if (!p)
+		return f(h, info, p);
+	if (type == RX_CURLINFO_STRING) {
+		if (i == 32 || i == 41) { /* PRIMARY_IP, LOCAL_IP */
+			*(const char **)p = "";
+			return 0;
+		}
+		/* CONTENT_TYPE, REDIRECT_URL, SCHEME */
+		if (i == 18 || i == 31 || i == 49) {
+			*(const char **)p = NULL;
+			return 0;
+		}
+		return f(h, info, p);
+	}
+	if (!refused_value(info, &v))
+		return f(h, info, p);
+	if (type == RX_CURLINFO_LONG)
+		*(long *)p = v;
+	else if (type == RX_CURLINFO_DOUBLE)
+		*(double *)p = (double)v;
+	else
+		*(int64_t *)p = (int64_t)v; /* curl_off_t */
+	return 0; /* CURLE_OK */
+}
+
 RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 {
 	getinfo_fn f = atomic_load_explicit(&getinfo_next, memory_order_acquire);
@@ -330,12 +415,8 @@ RX_EXPORT int curl_easy_getinfo(void *h, int info, RX_GETINFO_ARGS)
 		if (!f)
 			return RX_CURLE_FAILED_INIT;
 	}
-	if (h == refused_h && p &&
-	    (info == RX_CURLINFO_RESPONSE_CODE ||
-	     info == RX_CURLINFO_HTTP_CONNECTCODE)) {
-		*(long *)p = 0; /* no answer: the transfer never ran */
-		return 0;	/* CURLE_OK */
-	}
+	if (h == refused_h)
+		return refused_info(f, h, info, p);
 	return f(kept_dup && h == kept_h ? kept_dup : h, info, p);
 }
 

@@ -61,9 +61,11 @@ void rx__curl_hedge_forget(const void *h);
 
 /* rx__curl_refused - this thread's perform of @h was refused before
  * libcurl ran: until @h's next perform, reset or cleanup on this thread,
- * curl_easy_getinfo reads CURLINFO_RESPONSE_CODE and
- * CURLINFO_HTTP_CONNECTCODE as 0, as libcurl does after a connect that
- * failed, not the previous transfer's (ADR-597). O(1). */
+ * curl_easy_getinfo reads the fields libcurl resets at each transfer
+ * (CURLINFO_RESPONSE_CODE, CURLINFO_HTTP_CONNECTCODE, the times, sizes,
+ * addresses, CURLINFO_NUM_CONNECTS, CURLINFO_OS_ERRNO...) as libcurl
+ * does after a connection refused, not the previous transfer's (ADR-597,
+ * ADR-620). O(1). */
 void rx__curl_refused(const void *h);
 
 /* ---- the per-key estimate of time to first byte (pure) -------------- */

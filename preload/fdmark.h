@@ -27,8 +27,9 @@ extern _Atomic uint64_t *rx__fd_marks RX_HIDDEN;
 
 #define RX_MARK_STREAM 1u /* AF_INET/AF_INET6 SOCK_STREAM, never connected */
 #define RX_MARK_OTHER 2u  /* any other socket: never a call */
-/* Beside the kind, and kept by a connect: made non-blocking by socket()
- * or fcntl(F_SETFL), as far as the shim saw (ADR-543). */
+/* Beside the kind, and kept by a connect: made non-blocking by socket(),
+ * fcntl(F_SETFL) or ioctl(FIONBIO), as far as the shim saw (ADR-543,
+ * ADR-619). */
 #define RX_MARK_NONBLOCK 0x100u
 
 /* rx__fd_mark_set_at - socket() just returned @fd, below the table's
@@ -101,15 +102,19 @@ static inline unsigned rx__fd_mark_take(int fd)
 }
 
 /* rx__fd_mark_nonblock - is @fd non-blocking as far as its mark knows
- * (socket() with SOCK_NONBLOCK, or fcntl F_SETFL since)? false: not
- * known either way (ioctl FIONBIO is not seen). O(1). */
+ * (socket() with SOCK_NONBLOCK, or fcntl F_SETFL or ioctl FIONBIO since,
+ * also through syscall(2))? false: not known either way. A true may be
+ * stale when the mode changed where the shim cannot see (another process
+ * sharing the open file, an inline system call): only a decision whose
+ * error costs evidence, never a non-blocking caller's wait, may take it
+ * unasked (ADR-619). O(1). */
 static inline bool rx__fd_mark_nonblock(int fd)
 {
 	return (rx__fd_mark_of(fd) >> 32) & RX_MARK_NONBLOCK;
 }
 
-/* rx__fd_mark_flags - fcntl(F_SETFL) set @fd's flags to @nonblock or not:
- * a mark that holds follows. O(1). */
+/* rx__fd_mark_flags - fcntl(F_SETFL) set @fd's flags to @nonblock or not,
+ * or ioctl(FIONBIO) its mode: a mark that holds follows. O(1). */
 static inline void rx__fd_mark_flags(int fd, bool nonblock)
 {
 	uint64_t m = rx__fd_mark_of(fd), bit = (uint64_t)RX_MARK_NONBLOCK << 32;

@@ -277,6 +277,17 @@ rx__limiter_admit_over(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
 		rx__limiter_take_slot(l, ctx->now_ns, ticket);
 		return RX_ADMIT;
 	}
+	/* A learnt limit, a caller that cannot wait, no drop in the window:
+	 * admitted where a caller that can would wait its turn (below 2L, and
+	 * max_limit, which binds everyone) - refusing it there treats it
+	 * worse than that one - and refused where that one starts to be
+	 * shed. A drop in the window (the upstream fails), or a limit set by
+	 * hand (no learn_first): from L on (ADR-630). */
+	if (!ctx->can_wait && l->cfg.learn_first && !l->window_drop &&
+	    backlog < 2 * limit && backlog < l->cfg.max_limit) {
+		rx__limiter_take_slot(l, ctx->now_ns, ticket);
+		return RX_ADMIT;
+	}
 	l->window_bound = true;
 	refuse(why);
 	if (!ctx->can_wait) {

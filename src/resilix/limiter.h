@@ -8,9 +8,9 @@
  * Admission, measured against the current limit L:
  *   - in_flight < L (L / 2 in a probe), fewer waiters than free slots: admit;
  *   - otherwise, with W = in_flight + queued (waiters):
- *       W <  2L: RX_QUEUE for a caller that can wait, RX_REFUSE for one
- *                that cannot (a non-blocking caller is never made to wait:
- *                where the limiter would queue, it sheds);
+ *       W <  2L: RX_QUEUE for a caller that can wait; one that cannot is
+ *                never made to wait: RX_ADMIT below max_limit (learn_first,
+ *                no drop in the window: ADR-630), else RX_REFUSE;
  *       2L <= W < 3L: RX_REFUSE with probability (W - 2L) / L, drawn from
  *                ctx->rng (0 at exactly 2L, so that point still queues),
  *                else RX_QUEUE;
@@ -75,7 +75,7 @@
  * and once 10 windows after start (the first baseline may have been
  * measured in a queue), one window admits at most max(min_limit, L / 2)
  * calls (the bands stay at 2L and 3L: a non-blocking caller finding the
- * L / 2 slots full is refused) and measures only calls admitted during
+ * L / 2 slots full is treated as above) and measures only calls admitted during
  * it. Its quantile becomes the baseline if lower, or if halving the
  * concurrency cut latency by less than a quarter (the upstream itself
  * became slower); a larger cut means it still queued at L / 2.

@@ -10,7 +10,8 @@
 # loopback listener whose full accept queue drops every SYN: with
 # RESILIX_CONSECUTIVE_BACKSTOP=3, three connects time out (300 ms each)
 # and the fourth is refused at once - also when each socket was made
-# non-blocking by socket() and turned blocking with fcntl (ADR-543).
+# non-blocking by socket() and turned blocking with fcntl (ADR-543), with
+# ioctl(FIONBIO) or with the raw fcntl system call (ADR-619).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
 PROG=$RESILIX_BUILDDIR/tests/support/blackhole
@@ -22,8 +23,9 @@ rx_plain "$PROG" --connects 1 >"$out" || rx_fail "no black hole: exit status $?"
 rx_assert_grep "without the shim: the connect times out" '^connect EINPROGRESS' "$out"
 
 # Also with sockets made non-blocking by socket() and turned blocking by
-# fcntl before the connect: the shim follows the mode it saw (ADR-543).
-for how in "" --made-blocking; do
+# fcntl before the connect: the shim follows the mode it saw (ADR-543),
+# through ioctl(FIONBIO) and syscall(SYS_fcntl) too (ADR-619).
+for how in "" --made-blocking --made-blocking-ioctl --made-blocking-raw; do
 	rx_shim RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=3 \
 		RESILIX_MIN_CALLS=100 RESILIX_OPEN_MS=60000 "$PROG" \
 		--connects 4 $how >"$out" 2>"$err" ||

@@ -53,6 +53,7 @@ fcntl
 fcntl64
 getaddrinfo
 getsockopt
+ioctl
 longjmp
 preadv2
 preadv64v2

@@ -13,7 +13,9 @@
 #   wrk -t2 -c256   keep-alive, two event loops;
 #   python3         a ThreadPoolExecutor of 32 urllib clients, a new
 #                   connection per request, with timeout=5 (non-blocking
-#                   sockets waited for in poll) and without (blocking);
+#                   sockets waited for in poll) and without (blocking),
+#                   and of 100 with timeout=5 (more calls at once than
+#                   the limit a busy host's latency teaches: ADR-630);
 #   nginx           as a reverse proxy under the shim, wrk outside it.
 #
 # Refusals are counted from the shim's metrics file
@@ -122,6 +124,7 @@ checked wrk "$m"
 cat >"$RX_TMP/pool.py" <<'PY'
 import concurrent.futures, sys, time, urllib.request
 url, secs, timeout = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+n = int(sys.argv[4])
 end = time.monotonic() + secs
 def worker(_):
     ok = bad = 0
@@ -135,16 +138,17 @@ def worker(_):
             print("error", e, flush=True)
             bad += 1
     return ok, bad
-with concurrent.futures.ThreadPoolExecutor(32) as ex:
-    res = list(ex.map(worker, range(32)))
+with concurrent.futures.ThreadPoolExecutor(n) as ex:
+    res = list(ex.map(worker, range(n)))
 print("ok", sum(r[0] for r in res), "errors", sum(r[1] for r in res))
 PY
-for to in 5 0; do
-	name="python3 pool, timeout=$to"
-	m=$RX_TMP/py$to.prom out=$RX_TMP/py$to.out
+for run in 32:5 32:0 100:5; do
+	n=${run%:*} to=${run#*:}
+	name="python3 pool of $n, timeout=$to"
+	m=$RX_TMP/py$n-$to.prom out=$RX_TMP/py$n-$to.out
 	rx_dump_on_fail "$out"
 	rx_shim RESILIX_METRICS_FILE="$m" python3 "$RX_TMP/pool.py" "$URL" \
-		$SECS $to >"$out" 2>&1 || rx_fail "$name: exit status $?"
+		$SECS $to $n >"$out" 2>&1 || rx_fail "$name: exit status $?"
 	rx_assert_grep "$name: no errors" '^ok [0-9]* errors 0$' "$out"
 	checked "$name" "$m"
 done

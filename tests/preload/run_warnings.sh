@@ -20,11 +20,24 @@ if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
 fi
 cd "$RX_TMP" || rx_fail "no temp dir"
 
-# A Go-like binary: any dynamic ELF carrying Go's build-info magic.
-cp "$(type -P true)" fakego
-printf '\377 Go buildinf:\010\002' >>fakego
+# A Go-like binary: a dynamic ELF with Go's build-info magic in a
+# .go.buildinfo section, as Go's linker writes it (readelf names the
+# section, ADR-615; od's fallback finds the magic), and one whose section
+# headers are gone (e_shoff, e_shnum, e_shstrndx zeroed: sstrip's way),
+# whose magic is searched for either way.
+printf '\377 Go buildinf:\010\002' >gomagic
+if command -v objcopy >/dev/null 2>&1; then
+	objcopy --add-section .go.buildinfo=gomagic "$(type -P true)" fakego ||
+		rx_fail "objcopy could not add a section"
+else
+	cp "$(type -P true)" fakego && cat gomagic >>fakego
+fi
+cp "$(type -P true)" nosections
+printf '\0\0\0\0\0\0\0\0' | dd of=nosections bs=1 seek=40 conv=notrunc 2>/dev/null
+printf '\0\0\0\0' | dd of=nosections bs=1 seek=60 conv=notrunc 2>/dev/null
+cat gomagic >>nosections
 printf '#!/bin/sh\necho script ran\n' >script.sh
-chmod +x script.sh fakego
+chmod +x script.sh fakego nosections
 static=no
 printf '#include <stdio.h>\nint main(void){puts("static ran");return 0;}\n' >st.c
 if ${CC:-cc} -static -O2 st.c -o st >/dev/null 2>&1; then
@@ -47,6 +60,10 @@ for mode in readelf od; do
 	run ./fakego >out 2>err || rx_fail "$mode: fakego exit status $?"
 	rx_assert_grep "$mode: Go binary warned about" \
 		'warning: ./fakego is a Go program' err
+	run ./nosections >out 2>err ||
+		rx_fail "$mode: nosections exit status $?"
+	rx_assert_grep "$mode: Go binary without section headers warned about" \
+		'warning: ./nosections is a Go program' err
 	run ./script.sh >out 2>err || rx_fail "$mode: script exit status $?"
 	rx_assert_eq "$mode: script: no warning" "" "$(cat err)"
 	rx_assert_eq "$mode: script ran" "script ran" "$(cat out)"

@@ -8,9 +8,13 @@
  * then drops every further SYN to it: a connect hangs, retransmitting,
  * until its SO_SNDTIMEO runs out, and returns -1/EINPROGRESS.
  *
- * Usage: blackhole [--connects N] [--sndtimeo-ms MS] [--made-blocking]
+ * Usage: blackhole [--connects N] [--sndtimeo-ms MS]
+ *                  [--made-blocking | --made-blocking-ioctl |
+ *                   --made-blocking-raw]
  * --made-blocking: each socket is made with SOCK_NONBLOCK and turned
- * blocking with fcntl(F_SETFL) before its connect (ADR-543).
+ * blocking with fcntl(F_SETFL) before its connect (ADR-543);
+ * --made-blocking-ioctl: the same through ioctl(FIONBIO);
+ * --made-blocking-raw: through syscall(SYS_fcntl, F_SETFL) (ADR-619).
  * Output (stdout): one line per connect, "connect <errno name or OK>
  * <ms>". Exit 0; 1 when the black hole cannot be made.
  */
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -46,6 +51,10 @@ int main(int argc, char **argv)
 			timeo_ms = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--made-blocking") == 0)
 			made_blocking = 1;
+		else if (strcmp(argv[i], "--made-blocking-ioctl") == 0)
+			made_blocking = 2;
+		else if (strcmp(argv[i], "--made-blocking-raw") == 0)
+			made_blocking = 3;
 		else
 			return 2;
 	}
@@ -67,11 +76,17 @@ int main(int argc, char **argv)
 		int s = socket(
 			AF_INET,
 			SOCK_STREAM | (made_blocking ? SOCK_NONBLOCK : 0), 0),
-		    rc, err;
+		    rc, err, off = 0;
 		long t0 = now_ms();
 
-		if (made_blocking)
+		if (made_blocking == 1)
 			fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+		else if (made_blocking == 2 && ioctl(s, FIONBIO, &off) != 0)
+			return 1;
+		else if (made_blocking == 3 &&
+			 syscall(SYS_fcntl, s, F_SETFL,
+				 fcntl(s, F_GETFL) & ~O_NONBLOCK) != 0)
+			return 1;
 		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		rc = connect(s, (struct sockaddr *)&a, sizeof(a));
 		err = errno;

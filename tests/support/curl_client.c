@@ -22,6 +22,9 @@
  *   --method M      GET (default), POST, HEAD, or any custom method
  *   --insecure      no TLS verification (self-signed test upstreams)
  *   --errbuf        set CURLOPT_ERRORBUFFER and print it
+ *   --info          easy mode: after each transfer's line, a line
+ *                   "info <i> <fields>" of what curl_easy_getinfo reads
+ *                   (connections, addresses, errno, sizes, times)
  *   --fresh         a new handle per transfer (default: one per thread,
  *                   so connections are kept alive)
  *   --hold          with --fresh, keep every handle (and its connection
@@ -78,7 +81,7 @@
 static const char *mode = "easy";
 static int threads = 1, requests = 10, parallel = 4;
 static const char *method = "GET";
-static int insecure, use_errbuf, fresh, hold, dup_mode, reset_mode;
+static int insecure, use_errbuf, fresh, hold, dup_mode, reset_mode, info;
 static int refuse_body;
 static int print_body;
 static long timeout_ms = 10000;
@@ -149,6 +152,49 @@ static void report(int t, int i, int rc, long status, uint64_t us,
 	pthread_mutex_unlock(&out_mu);
 }
 
+/* --info: what a program may read after transfer @i on @h. */
+static void report_info(int i, CURL *h)
+{
+	long nconn = -9, port = -9, lport = -9, oserr = -9, cc = -9;
+	long hdr = -9, req = -9, redirs = -9, ver = -9, ftime = -9;
+	char *ip = NULL, *lip = NULL, *ct = NULL, *scheme = NULL;
+	double total = -9;
+	curl_off_t size = -9, clen = -9, total_t = -9, start_t = -9;
+
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &nconn);
+	curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip);
+	curl_easy_getinfo(h, CURLINFO_PRIMARY_PORT, &port);
+	curl_easy_getinfo(h, CURLINFO_LOCAL_IP, &lip);
+	curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &lport);
+	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
+	curl_easy_getinfo(h, CURLINFO_HTTP_CONNECTCODE, &cc);
+	curl_easy_getinfo(h, CURLINFO_HEADER_SIZE, &hdr);
+	curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &req);
+	curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &redirs);
+	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &ver);
+	curl_easy_getinfo(h, CURLINFO_FILETIME, &ftime);
+	curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
+	curl_easy_getinfo(h, CURLINFO_SCHEME, &scheme);
+	curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &size);
+	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &total);
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total_t);
+	curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &start_t);
+	pthread_mutex_lock(&out_mu);
+	printf("info %d nconn=%ld ip=%s port=%ld lip=%s lport=%ld errno=%ld "
+	       "connectcode=%ld hdr=%ld req=%ld redirects=%ld version=%ld "
+	       "filetime=%ld ctype=%s scheme=%s size=%lld "
+	       "clen=%lld "
+	       "start_us=%lld total_ms=%d total_t_ms=%d\n",
+	       i, nconn, ip ? ip : "(null)", port, lip ? lip : "(null)", lport,
+	       oserr, cc, hdr, req, redirs, ver, ftime, ct ? ct : "(null)",
+	       scheme ? scheme : "(null)",
+	       (long long)size, (long long)clen, (long long)start_t,
+	       (int)(total * 1000), (int)(total_t / 1000));
+	fflush(stdout);
+	pthread_mutex_unlock(&out_mu);
+}
+
 static void *easy_thread(void *arg)
 {
 	int t = (int)(intptr_t)arg, i;
@@ -198,6 +244,8 @@ static void *easy_thread(void *arg)
 		t0 = now_us() - t0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		report(t, i, rc, status, t0, use_errbuf ? errbuf : NULL);
+		if (info)
+			report_info(i, h);
 	}
 	if (held) {
 		for (i = 0; i < requests; i++)
@@ -391,7 +439,8 @@ static int usage(void)
 	fprintf(stderr, "usage: curl_client [--mode easy|multi|connect-only] "
 			"[--threads N] "
 			"[--requests N] [--parallel N] [--method M] "
-			"[--insecure] [--errbuf] [--fresh [--hold]] [--dup] "
+			"[--insecure] [--errbuf] [--info] [--fresh [--hold]] "
+			"[--dup] "
 			"[--reset] "
 			"[--timeout-ms N] [--maxfilesize N] "
 			"[--cainfo-blob FILE] [--refuse-body] [--print-body] "
@@ -413,6 +462,8 @@ int main(int argc, char **argv)
 			insecure = 1;
 		else if (strcmp(o, "--errbuf") == 0)
 			use_errbuf = 1;
+		else if (strcmp(o, "--info") == 0)
+			info = 1;
 		else if (strcmp(o, "--fresh") == 0)
 			fresh = 1;
 		else if (strcmp(o, "--hold") == 0)

@@ -17,18 +17,30 @@
  * (every 200 ms, not once: a signal that lands before the wait starts,
  * on a loaded machine, interrupts nothing, as it would not interrupt the
  * real connect either)
+ *   fionbio         none, but the socket made non-blocking with
+ *                   ioctl(FIONBIO), which the shim does not see as it
+ *                   sees fcntl: the call must not wait (ADR-619)
+ *   write-fionbio   fionbio, on the first write of a kept-alive
+ *                   connection's second request
+ *   child-nonblock  none, but a forked child sets O_NONBLOCK on the
+ *                   socket (the open file both processes share), which
+ *                   this process's shim never sees: the call must not
+ *                   wait either
  *   none            nothing
  * and prints "<rc> <errno name|OK> <elapsed ms> <alarms>".
  */
 #define _GNU_SOURCE /* strerrorname_np */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +92,23 @@ static void arm(int fd, const char *mode)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		return;
 	}
+	if (strcmp(mode, "fionbio") == 0) {
+		int on = 1;
+
+		if (ioctl(fd, FIONBIO, &on) != 0)
+			_exit(1);
+		return;
+	}
+	if (strcmp(mode, "child-nonblock") == 0) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			_exit(fcntl(fd, F_SETFL, O_NONBLOCK) == 0 ? 0 : 1);
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
+			_exit(1);
+		return;
+	}
 	if (strcmp(mode, "none") == 0)
 		return;
 	memset(&sa, 0, sizeof(sa));
@@ -110,7 +139,8 @@ int main(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: queuewait PORT sndtimeo|alarm|"
-				"alarm-restart|alarm-mixed|write-alarm|none\n");
+				"alarm-restart|alarm-mixed|write-alarm|fionbio|"
+				"write-fionbio|child-nonblock|none\n");
 		return 2;
 	}
 	port = atoi(argv[1]);

@@ -1564,7 +1564,7 @@ static void test_small_relative_queue_is_not_evidence(void)
  * The upstream's own queue: a 10 ms upstream that answers 32 calls at
  * once in 80 ms (capacity 4). Two windows of that end the learning
  * period, the limit then binds and walks down, and a caller that cannot
- * wait is refused beyond it.
+ * wait is refused beyond where one that can would queue.
  */
 static void test_upstream_queue_is_evidence(void)
 {
@@ -1585,9 +1585,45 @@ static void test_upstream_queue_is_evidence(void)
 	uint32_t n = 0;
 	while (n < 64 && admit(&l, now, false, NULL, &t[n]) == RX_ADMIT)
 		n++;
-	CU_ASSERT_EQUAL(n, l.probing ? limit / 2 : limit);
+	/* Admitted where a caller that can wait would queue: up to 2L
+	 * (ADR-630). */
+	CU_ASSERT_EQUAL(n, 2 * limit);
 	CU_ASSERT(l.shed_nonblocking >= 1);
 	assert_sane(&l, now);
+}
+
+/*
+ * Callers that cannot wait (python's socket timeouts make its sockets
+ * non-blocking) on a limit learnt from latency: admitted up to 2L, where
+ * callers that can wait would queue; once the window holds a drop, from
+ * L on (ADR-630).
+ */
+static void test_nonblocking_refused_from_2l_until_a_drop(void)
+{
+	struct rx_limiter l;
+	struct rx_ticket t[128], d;
+	uint64_t now = 0;
+	uint32_t limit, n = 0, i;
+
+	learnt_baseline(&l, &now, 10000);
+	run_windows(&l, &now, 32, 80000, 2);
+	CU_ASSERT_FALSE_FATAL(l.learning);
+	limit = limit_of(&l, now);
+	while (n < 128 && admit(&l, now, false, NULL, &t[n]) == RX_ADMIT)
+		n++;
+	CU_ASSERT_EQUAL(n, 2 * limit);
+	for (i = 0; i < n; i++)
+		settle(&l, &t[i], RX_REJECTED, 0, now);
+	CU_ASSERT_EQUAL(admit(&l, now, false, NULL, &d), RX_ADMIT);
+	settle(&l, &d, RX_OVERLOAD, 80000, now + 1000);
+	CU_ASSERT_TRUE(l.window_drop);
+	limit = limit_of(&l, now + 1000);
+	n = 0;
+	while (n < 128 &&
+	       admit(&l, now + 1000, false, NULL, &t[n]) == RX_ADMIT)
+		n++;
+	CU_ASSERT_EQUAL(n, limit);
+	assert_sane(&l, now + 1000);
 }
 
 /* Rounds of 64 calls to a bimodal upstream whose latency does not depend
@@ -1885,6 +1921,8 @@ static const struct rx_test tests[] = {
     {"small relative queue is not evidence",
      test_small_relative_queue_is_not_evidence},
     {"upstream queue is evidence", test_upstream_queue_is_evidence},
+    {"non-blocking refused from 2L until a drop",
+     test_nonblocking_refused_from_2l_until_a_drop},
     {"bimodal upstream is not evidence",
      test_bimodal_upstream_is_not_evidence},
     {"unbound window returns to learning",
