@@ -450,3 +450,40 @@ rx_count_to() {
 	grep 'event=breaker-transition' "$2" 2>/dev/null |
 		grep -c " to=$1\\b" | tr -d ' '
 }
+
+# rx_queuewait_start: the set-up of the tests that drive
+# tests/support/queuewait: an upstream answering in 3 s (RX_PORT) and a
+# limit of 1 with a queue timeout of 1500 ms, so that the program's
+# second call, its first thread holding the slot, would queue.
+rx_queuewait_start() {
+	RX_QW=$RESILIX_BUILDDIR/tests/support/queuewait
+	[ -x "$RX_QW" ] || rx_fail "not built: $RX_QW"
+	rx_upstream_start slow --phases 0:slow:3000
+}
+
+# rx_queuewait MODE: "<rc> <errno> <elapsed ms> <alarms>" of that second
+# call in MODE (queuewait.c); its output and log in $RX_TMP/MODE.{out,err}.
+rx_queuewait() {
+	local out=$RX_TMP/$1.out err=$RX_TMP/$1.err
+	RX_TIMEOUT=15 rx_shim RESILIX_LIMIT_INITIAL=1 RESILIX_LIMIT_MIN=1 \
+		RESILIX_LIMIT_MAX=1 RESILIX_QUEUE_TIMEOUT_MS=1500 \
+		RESILIX_LOG=debug "$RX_QW" "$RX_PORT" "$1" >"$out" 2>"$err" ||
+		rx_fail "$1: exit status $?"
+	cat "$out"
+}
+
+# rx_run_setup: the set-up of the tests of scripts/resilix-run (RUN): the
+# shim named by RESILIX_SO, and in a sanitizer build its runtime preloaded
+# with leak reports off - the programs there (bash, readelf, od, true)
+# are not ours; appended, so an ASAN_OPTIONS from scripts/test cannot
+# undo it. The wrapper keeps the runtime first (ADR-200). Works in RX_TMP.
+rx_run_setup() {
+	RUN=$RESILIX_SRCDIR/scripts/resilix-run
+	[ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
+	export RESILIX_SO
+	if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
+		export LD_PRELOAD=$RESILIX_SANITIZE_RUNTIME
+		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	fi
+	cd "$RX_TMP" || rx_fail "no temp dir"
+}

@@ -16,25 +16,13 @@
 # change). Each must fail within 300 ms, and nothing waits.
 . "$(dirname "$0")/lib.sh"
 rx_require_build
-QW=$RESILIX_BUILDDIR/tests/support/queuewait
-[ -x "$QW" ] || rx_fail "not built: $QW"
-
-rx_upstream_start slow --phases 0:slow:3000
-lim=(RESILIX_LIMIT_INITIAL=1 RESILIX_LIMIT_MIN=1 RESILIX_LIMIT_MAX=1
-	RESILIX_QUEUE_TIMEOUT_MS=1500 RESILIX_LOG=debug)
-# run MODE: "<rc> <errno> <elapsed ms> <alarms>" of the second call.
-run() {
-	local out=$RX_TMP/$1.out err=$RX_TMP/$1.err
-	RX_TIMEOUT=15 rx_shim "${lim[@]}" "$QW" "$RX_PORT" "$1" >"$out" 2>"$err" ||
-		rx_fail "$1: exit status $?"
-	cat "$out"
-}
+rx_queuewait_start
 
 for m in fionbio write-fionbio child-nonblock; do
 	rx_dump_on_fail "$RX_TMP/$m.out" "$RX_TMP/$m.err"
 done
-# set -- $(run MODE) splits the line into $1..$4.
-set -- $(run fionbio)
+# set -- $(rx_queuewait MODE) splits the line into $1..$4.
+set -- $(rx_queuewait fionbio)
 rx_assert_eq "connect, FIONBIO: refused" "-1 ECONNREFUSED" "$1 $2"
 rx_assert_le "connect, FIONBIO: at once, not after the queue's 1500 (ms)" "$3" 300
 rx_assert_grep "connect, FIONBIO: refused as limiter-full without a wait" \
@@ -43,14 +31,14 @@ rx_assert_grep "connect, FIONBIO: refused as limiter-full without a wait" \
 rx_assert_no_grep "connect, FIONBIO: nobody waited" 'event=admitted-after-wait' \
 	"$RX_TMP/fionbio.err"
 
-set -- $(run write-fionbio)
+set -- $(rx_queuewait write-fionbio)
 rx_assert_eq "kept-alive write, FIONBIO: refused" "-1 ECONNREFUSED" "$1 $2"
 rx_assert_le "kept-alive write, FIONBIO: at once (ms)" "$3" 300
 rx_assert_grep "kept-alive write, FIONBIO: refused as limiter-full without a wait" \
 	'event=refused reason=limiter-full .*at=write waited_ms=0' \
 	"$RX_TMP/write-fionbio.err"
 
-set -- $(run child-nonblock)
+set -- $(rx_queuewait child-nonblock)
 rx_assert_eq "connect, made non-blocking by a child: refused" "-1 ECONNREFUSED" "$1 $2"
 rx_assert_le "connect, made non-blocking by a child: at once (ms)" "$3" 300
 rx_assert_grep "connect, made non-blocking by a child: limiter-full without a wait" \

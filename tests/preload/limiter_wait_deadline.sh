@@ -16,37 +16,25 @@
 # that lands before the wait begins interrupts nothing).
 . "$(dirname "$0")/lib.sh"
 rx_require_build
-QW=$RESILIX_BUILDDIR/tests/support/queuewait
-[ -x "$QW" ] || rx_fail "not built: $QW"
-
-rx_upstream_start slow --phases 0:slow:3000
-lim=(RESILIX_LIMIT_INITIAL=1 RESILIX_LIMIT_MIN=1 RESILIX_LIMIT_MAX=1
-	RESILIX_QUEUE_TIMEOUT_MS=1500 RESILIX_LOG=debug)
-# run MODE: "<rc> <errno> <elapsed ms> <alarms>" of the queued connect.
-run() {
-	local out=$RX_TMP/$1.out err=$RX_TMP/$1.err
-	RX_TIMEOUT=15 rx_shim "${lim[@]}" "$QW" "$RX_PORT" "$1" >"$out" 2>"$err" ||
-		rx_fail "$1: exit status $?"
-	cat "$out"
-}
+rx_queuewait_start
 
 for m in none sndtimeo alarm alarm-restart alarm-mixed write-alarm; do
 	rx_dump_on_fail "$RX_TMP/$m.out" "$RX_TMP/$m.err"
 done
-# set -- "$(run MODE)" splits the line into $1..$4.
-set -- $(run none)
+# set -- "$(rx_queuewait MODE)" splits the line into $1..$4.
+set -- $(rx_queuewait none)
 rx_assert_eq "no deadline: refused" "-1 ECONNREFUSED" "$1 $2"
 rx_assert_ge "no deadline: after the queue timeout (ms)" "$3" 1400
 rx_assert_grep "no deadline: it waited in the queue" \
 	'event=refused reason=limiter-full .*at=connect waited_ms=1[45]' \
 	"$RX_TMP/none.err"
 
-set -- $(run sndtimeo)
+set -- $(rx_queuewait sndtimeo)
 rx_assert_eq "SO_SNDTIMEO: refused" "-1 ECONNREFUSED" "$1 $2"
 rx_assert_le "SO_SNDTIMEO: at its 200 ms, not the queue's 1500 (ms)" "$3" 1000
 rx_assert_ge "SO_SNDTIMEO: not before it (ms)" "$3" 150
 
-set -- $(run alarm)
+set -- $(rx_queuewait alarm)
 rx_assert_eq "alarm without SA_RESTART: refused at the alarm" \
 	"-1 ECONNREFUSED" "$1 $2"
 rx_assert_ge "alarm without SA_RESTART: the handler ran" "$4" 1
@@ -54,13 +42,13 @@ rx_assert_le "alarm without SA_RESTART: at the alarm (ms)" "$3" 1000
 rx_assert_grep "alarm without SA_RESTART: logged" 'event=wait-interrupted' \
 	"$RX_TMP/alarm.err"
 
-set -- $(run alarm-restart)
+set -- $(rx_queuewait alarm-restart)
 rx_assert_eq "alarm with SA_RESTART: the wait goes on, then refused" \
 	"-1 ECONNREFUSED" "$1 $2"
 rx_assert_ge "alarm with SA_RESTART: the handler ran" "$4" 1
 rx_assert_ge "alarm with SA_RESTART: after the queue timeout (ms)" "$3" 1400
 
-set -- $(run alarm-mixed)
+set -- $(rx_queuewait alarm-mixed)
 rx_assert_eq "SA_RESTART alarm, another handler without: the wait goes on" \
 	"-1 ECONNREFUSED" "$1 $2"
 rx_assert_ge "SA_RESTART alarm, another handler without: to the queue timeout (ms)" \
@@ -70,7 +58,7 @@ rx_assert_no_grep "SA_RESTART alarm, another handler without: not interrupted" \
 
 # A send interrupted before any byte went fails with EINTR, as the real
 # write would (the program retries it or gives up; nothing was sent).
-set -- $(run write-alarm)
+set -- $(rx_queuewait write-alarm)
 rx_assert_eq "a kept-alive request's write, alarm without SA_RESTART: EINTR" \
 	"-1 EINTR" "$1 $2"
 rx_assert_le "a kept-alive request's write: at the alarm (ms)" "$3" 1000

@@ -11,15 +11,7 @@
 # still hold: a shared object that is not ELF is refused (exit 2, also
 # one with a NUL byte inside the magic), and an ELF program runs.
 . "$(dirname "$0")/lib.sh"
-RUN=$RESILIX_SRCDIR/scripts/resilix-run
-[ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
-export RESILIX_SO
-if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
-	# The programs here (bash, true) are not ours (see run_warnings.sh).
-	export LD_PRELOAD=$RESILIX_SANITIZE_RUNTIME
-	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
-cd "$RX_TMP" || rx_fail "no temp dir"
+rx_run_setup
 TO=$(type -P timeout)
 real_od=$(type -P od) || rx_skip "no od to watch"
 mkdir spy

@@ -7,18 +7,7 @@
 # program runs either way.
 . "$(dirname "$0")/lib.sh"
 rx_need od
-RUN=$RESILIX_SRCDIR/scripts/resilix-run
-[ -f "$RESILIX_SO" ] || rx_fail "shim not built: $RESILIX_SO"
-export RESILIX_SO
-if [ -n "$RESILIX_SANITIZE_RUNTIME" ]; then
-	# A sanitizer build's shim needs its runtime in the process; the
-	# wrapper keeps it first (ADR-200), so the order check stays on. The
-	# programs here (bash, readelf, od) are not ours: their leaks are off,
-	# appended so an ASAN_OPTIONS from scripts/test cannot undo it.
-	export LD_PRELOAD=$RESILIX_SANITIZE_RUNTIME
-	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
-cd "$RX_TMP" || rx_fail "no temp dir"
+rx_run_setup
 
 # A Go-like binary: a dynamic ELF with Go's build-info magic in a
 # .go.buildinfo section, as Go's linker writes it (readelf names the
