@@ -65,10 +65,8 @@ static inline uint32_t rx__limiter_effective_limit(const struct rx_limiter *l,
 static inline uint32_t rx__limiter_band_limit(const struct rx_limiter *l,
 					      uint64_t now_ns)
 {
-	if (l->learning)
-		return l->cfg.max_binds_learning ? l->cfg.max_limit
-						 : UINT32_MAX;
-	return rx__limiter_effective_limit(l, now_ns);
+	return l->learning ? l->learning_cap
+			   : rx__limiter_effective_limit(l, now_ns);
 }
 
 /* The calls a probe lets in flight: half the limit it drains from, or

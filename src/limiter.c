@@ -239,6 +239,7 @@ int rx_limiter_init(struct rx_limiter *l, const struct rx_limiter_config *cfg)
 	l->limit = (double)cfg->initial_limit;
 	l->probe_jitter = probe_jitter(0);
 	l->learning = cfg->learn_first;
+	l->learning_cap = cfg->max_binds_learning ? cfg->max_limit : UINT32_MAX;
 	/* The data path compares against these on every settlement; the
 	 * configuration never changes after init (ADR-300). */
 	l->stale_ns = rx__ms_to_ns(cfg->stale_ms);

@@ -282,7 +282,7 @@ struct rx_limiter {
 	uint32_t evidence_windows, baseline_peak, window_drops, prev_samples;
 	uint64_t probe_start_ns; /* when the probe started */
 	double probe_ref_us, walk_peak, walk_med_us; /* see limiter.c */
-	uint32_t probe_ref_peak; /* peak in flight before the probe */
+	uint32_t probe_ref_peak, learning_cap; /* before the probe; band unit */
 	/* Counters. */
 	uint64_t updates, drops, drop_decreases;
 	uint64_t shed_nonblocking, shed_band, shed_full;
