@@ -207,12 +207,18 @@ static int tag_of(int s)
 		     (uint32_t)(s + 2));
 }
 
+/* The slot lock tag @tag names (out of range for a garbled one). */
+static int slot_of_tag(int tag)
+{
+	return (int)((uint32_t)tag & ((1u << TAG_SLOT_BITS) - 1)) - 2;
+}
+
 /* Whether the process that took lock tag @tag is still the live owner of
  * its slot: the slot not claimed again since (its generation) and its
  * process alive. */
 static bool tag_alive(int tag)
 {
-	int s = (int)((uint32_t)tag & ((1u << TAG_SLOT_BITS) - 1)) - 2;
+	int s = slot_of_tag(tag);
 
 	if (s < 0 || s >= RX_SHM_PROCS || tag_of(s) != tag)
 		return false;
@@ -233,6 +239,8 @@ static uint32_t pins_of(void *arg, uint32_t index)
 	return sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
 }
 
+/* @sum plus the hold *@hold, saturating at UINT32_MAX; a negative hold
+ * (none should be) counts and is set to 0. */
 static uint32_t sum_sat(uint64_t sum, int32_t *hold)
 {
 	if (*hold < 0)
@@ -297,8 +305,7 @@ static void repair(struct rx_lock *l, int dead)
 
 static bool stall(struct rx_lock *l, int tag)
 {
-	int s = (int)((uint32_t)tag & ((1u << TAG_SLOT_BITS) - 1)) - 2;
-	int mine = rx__lock_tag;
+	int s = slot_of_tag(tag), mine = rx__lock_tag;
 	char line[200];
 
 	if (s < 0 || s >= RX_SHM_PROCS || tag == mine || tag_alive(tag))
