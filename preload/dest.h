@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 
 #include "base.h"
+#include "sockkey.h"
 
 /* Room for the longest IP key: "[" + 45 bytes of inet_ntop + "]:65535". */
 #define RX_DEST_KEY_MAX 63
@@ -71,8 +72,7 @@ static inline const struct rx_dest_memo *rx__dest_of(const struct sockaddr *sa,
 		addr = (const uint8_t *)&in->sin_addr;
 		port = in->sin_port;
 		n = 4;
-	} else if (sa->sa_family == AF_INET6 &&
-		   len >= sizeof(struct sockaddr_in6)) {
+	} else if (sa->sa_family == AF_INET6 && len >= RX_SIN6_MIN_LEN) {
 		const struct sockaddr_in6 *in6 = (const void *)sa;
 
 		addr = (const uint8_t *)&in6->sin6_addr;

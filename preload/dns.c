@@ -110,7 +110,7 @@ size_t rx__dns_key(const struct sockaddr *sa, socklen_t len, char *key,
 		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
 		port = ntohs(
 		    ((const struct sockaddr_in *)(const void *)sa)->sin_port);
-	} else if (family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+	} else if (family == AF_INET6 && len >= RX_SIN6_MIN_LEN) {
 		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
 		port = ntohs(
 		    ((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "sockkey.h"
 
 /* Parse [0-9]{1,5} within [min, max] from s[0..n). */
 static bool parse_num(const char *s, size_t n, unsigned min, unsigned max,
@@ -255,8 +256,7 @@ bool rx_filter_guarded(const struct rx_filter *include,
 		family = AF_INET;
 		a = (const uint8_t *)&in->sin_addr;
 		port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6 &&
-		   len >= sizeof(struct sockaddr_in6)) {
+	} else if (sa->sa_family == AF_INET6 && len >= RX_SIN6_MIN_LEN) {
 		const struct sockaddr_in6 *in6 = (const void *)sa;
 
 		family = AF_INET6;

@@ -17,6 +17,17 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/*
+ * RX_SIN6_MIN_LEN - the shortest AF_INET6 address the kernel connects to:
+ * RFC 2133's sockaddr_in6, without sin6_scope_id (SIN6_LEN_RFC2133, 24
+ * bytes; Linux's inet6 connect and sendto refuse only shorter ones). The
+ * shim keys, filters and unmaps such an address like a 28-byte one and
+ * never reads its scope id, so a program built with the old structure is
+ * guarded too (ADR-640).
+ */
+#define RX_SIN6_MIN_LEN                                                        \
+	((socklen_t)offsetof(struct sockaddr_in6, sin6_scope_id))
+
 /* rx__sockkey_format - write "127.0.0.1:8080" or "[::1]:8080" for @sa
  * (@len bytes) into @buf (@size bytes, NUL-terminated). Returns the
  * length, 0 when the address is not one the shim keys on (not AF_INET or
@@ -58,8 +69,7 @@ static inline size_t rx__sockkey_format(const struct sockaddr *sa,
 			return 0;
 		memcpy(buf, tmp, (size_t)n);
 		buf[n] = '\0';
-	} else if (sa->sa_family == AF_INET6 &&
-		   len >= sizeof(struct sockaddr_in6)) {
+	} else if (sa->sa_family == AF_INET6 && len >= RX_SIN6_MIN_LEN) {
 		const struct sockaddr_in6 *in6 = (const void *)sa;
 
 		if (!inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)))
@@ -99,8 +109,8 @@ rx__sockkey_unmapped(const struct sockaddr *sa, socklen_t *len,
 {
 	const struct sockaddr_in6 *in6 = (const void *)sa;
 
-	if (*len < (socklen_t)sizeof(struct sockaddr_in6) ||
-	    sa->sa_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+	if (*len < RX_SIN6_MIN_LEN || sa->sa_family != AF_INET6 ||
+	    !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
 		return sa;
 	memset(buf, 0, sizeof(*buf));
 	buf->sin_family = AF_INET;
