@@ -55,9 +55,13 @@
  * or the first call of a session): the socket layer then notes in
  * rx__tls_seen_fd the tracked fd the ciphertext goes through, and leaves
  * that record's bytes to the TLS layer. RX_TLS_PLAIN while it hands the
- * call state machine plaintext. 0 otherwise.
+ * call state machine plaintext. RX_TLS_SHAKE while a tied session's
+ * handshake runs: its ciphertext reads, like a watched call's, are the
+ * program waiting for the server; any other read of a TLS record's
+ * ciphertext is the library's, and waits for nothing the shim can judge
+ * (ADR-642). 0 otherwise.
  */
-enum rx_tls_mode { RX_TLS_NONE = 0, RX_TLS_WATCH, RX_TLS_PLAIN };
+enum rx_tls_mode { RX_TLS_NONE = 0, RX_TLS_WATCH, RX_TLS_PLAIN, RX_TLS_SHAKE };
 #define rx__tls_mode (rx__thread.tls_mode)
 extern RX_TLS int rx__tls_seen_fd;
 

@@ -265,6 +265,20 @@ static void end_record(int fd, int err)
 	rx__tls_mode = RX_TLS_NONE;
 }
 
+/*
+ * A handshake on record @e's session completed: the server has answered
+ * the connect's call as far as the connection goes, and the program waits
+ * for nothing until it reads. The handshake's last reads (TLS 1.2's, for
+ * the server's Finished) said it waited; a connection then left unused
+ * past the slow-call threshold was judged a timeout at its close
+ * (ADR-642).
+ */
+static void shaken(struct rx_fd *e)
+{
+	if (atomic_load_explicit(&e->awaiting, memory_order_relaxed))
+		atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+}
+
 static enum rx_tls_step watch(struct rx_tls_call *c)
 {
 	rx__tls_seen_fd = -1;
@@ -326,11 +340,21 @@ enum rx_tls_step rx__tls_begin(struct rx_tls_call *c, void *s,
 enum rx_tls_step rx__tls_handshake(struct rx_tls_call *c, void *s,
 				   const struct rx_tls_lib *lib)
 {
+	int fd;
+
 	c->step = RX_TLS_PASS;
 	if (s == NULL || rx__tls_aside())
 		return RX_TLS_PASS;
-	if (lookup(s) != FD_NONE)
-		return RX_TLS_PASS; /* tied: its socket layer knows */
+	fd = lookup(s);
+	if (fd >= 0) {
+		/* Tied: its socket layer knows; the reads wait (ADR-642). */
+		c->fd = fd;
+		c->step = RX_TLS_SHAKE_IO;
+		rx__tls_mode = RX_TLS_SHAKE;
+		return RX_TLS_SHAKE_IO;
+	}
+	if (fd != FD_NONE)
+		return RX_TLS_PASS;
 	c->session = s;
 	c->lib = lib;
 	c->buf = NULL;
@@ -406,6 +430,8 @@ static void watched(struct rx_tls_call *c, ssize_t n, int err)
 		 * failure it could not see is transient (ADR-442). */
 		if (n <= 0 && err == EPROTO)
 			end_record(fd, EPROTO);
+		else if (n > 0)
+			shaken(e);
 		return;
 	}
 	/* A first data call: its plaintext, as if tied before. A write is
@@ -421,10 +447,16 @@ static void watched(struct rx_tls_call *c, ssize_t n, int err)
 void rx__tls_end(struct rx_tls_call *c, ssize_t n, int err)
 {
 	int saved = errno;
+	struct rx_fd *e;
 
-	if (c->step == RX_TLS_TRACK)
+	if (c->step == RX_TLS_TRACK) {
 		plain_end(c, n, err == RX_TLS_ANSWERED ? EPROTO : err);
-	else if (c->step == RX_TLS_WATCH_IO)
+	} else if (c->step == RX_TLS_WATCH_IO) {
 		watched(c, n, err);
+	} else if (c->step == RX_TLS_SHAKE_IO) {
+		rx__tls_mode = RX_TLS_NONE;
+		if (n > 0 && (e = tracked(c->fd)) != NULL)
+			shaken(e);
+	}
 	errno = saved;
 }

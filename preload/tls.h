@@ -43,8 +43,10 @@ enum rx_tls_step {
 	RX_TLS_TRACK,	 /* call it, then rx__tls_end */
 	RX_TLS_WATCH_IO, /* call it, then rx__tls_end: its socket I/O is
 			    watched to tie the session */
-	RX_TLS_REFUSE	 /* refused: fail as the library would on a
+	RX_TLS_REFUSE,	 /* refused: fail as the library would on a
 			    refused socket write, errno c->refusal */
+	RX_TLS_SHAKE_IO	 /* a tied session's handshake: call it, then
+			    rx__tls_end (ADR-642) */
 };
 
 /* One interposed call in progress, on the caller's stack. */
@@ -78,7 +80,11 @@ enum rx_tls_step rx__tls_begin(struct rx_tls_call *c, void *session,
 /*
  * rx__tls_handshake - a handshake call on @session begins (SSL_connect,
  * SSL_do_handshake, gnutls_handshake): RX_TLS_WATCH_IO while the session
- * is not tied, else RX_TLS_PASS.
+ * is not tied, RX_TLS_SHAKE_IO when it is tied to a tracked socket (a
+ * non-blocking handshake's later steps, a renegotiation), else
+ * RX_TLS_PASS. While either runs, the library's reads of ciphertext are
+ * the program waiting for the server; once the handshake completes,
+ * nothing is awaited until the program reads (ADR-642).
  */
 enum rx_tls_step rx__tls_handshake(struct rx_tls_call *c, void *session,
 				   const struct rx_tls_lib *lib);

@@ -5,12 +5,23 @@
  *
  * Usage: tls_client --port P [--requests N] [--new] [--path PATH]
  *                   [--sni NAME] [--implicit] [--pause-ms MS]
- *                   [--entry-points]
+ *                   [--entry-points] [--tls12] [--bio] [--hold-ms MS]
+ *                   [--idle-ms MS]
  *
  *   --new          a new connection per request (default: keep-alive)
  *   --sni NAME     set the SNI host name (and the Host header)
  *   --implicit     no SSL_connect: the first SSL_write does the handshake
  *   --pause-ms MS  sleep between requests
+ *   --tls12        TLS 1.2 at most (the client reads the handshake's last
+ *                  flight, the server's Finished)
+ *   --bio          the plaintext through a BIO_f_ssl on the session
+ *                  (BIO_write, BIO_read), which libssl serves without
+ *                  SSL_write or SSL_read: what the TLS layer cannot see
+ *   --hold-ms MS   keep each connection MS after its answer, then close it
+ *                  (with --new)
+ *   --idle-ms MS   no request: each connection is made, its handshake
+ *                  done, left unused for MS, then closed ("I idle"); an
+ *                  idle pooled connection
  *   --entry-points one request through every interposed entry point
  *                  (SSL_write_ex, SSL_peek, SSL_peek_ex, SSL_read,
  *                  SSL_read_ex, SSL_get_error, SSL_shutdown, SSL_clear,
@@ -61,6 +72,28 @@ struct conn {
 	SSL *ssl;
 };
 
+/* --bio: the session's BIO_f_ssl, through which the plaintext goes. */
+static int use_bio;
+static BIO *via;
+
+static int tls_read(SSL *ssl, void *buf, int n)
+{
+	return via ? BIO_read(via, buf, n) : SSL_read(ssl, buf, n);
+}
+
+static int tls_write(SSL *ssl, const void *buf, int n)
+{
+	return via ? BIO_write(via, buf, n) : SSL_write(ssl, buf, n);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
+
 static int dial(int port)
 {
 	struct sockaddr_in sa;
@@ -92,7 +125,7 @@ static int response(SSL *ssl, const char **op, int *ret)
 
 	for (;;) {
 		*op = "SSL_read";
-		n = SSL_read(ssl, buf + have, (int)(sizeof(buf) - 1 - have));
+		n = tls_read(ssl, buf + have, (int)(sizeof(buf) - 1 - have));
 		if (n <= 0) {
 			*ret = n;
 			return -1;
@@ -113,7 +146,7 @@ static int response(SSL *ssl, const char **op, int *ret)
 	body = cl ? strtol(cl + 15, NULL, 10) : 0;
 	body -= (long)(have - (size_t)(end + 4 - buf));
 	while (body > 0) {
-		n = SSL_read(ssl, buf, (int)sizeof(buf));
+		n = tls_read(ssl, buf, (int)sizeof(buf));
 		if (n <= 0) {
 			*ret = n;
 			return -1;
@@ -167,11 +200,19 @@ static int open_conn(struct conn *c, SSL_CTX *ctx, int port, const char *sni,
 		report(i, c->ssl, "SSL_connect", rc, errno);
 		return -1;
 	}
+	if (use_bio) {
+		via = BIO_new(BIO_f_ssl());
+		BIO_set_ssl(via, c->ssl, BIO_NOCLOSE);
+	}
 	return 0;
 }
 
 static void close_conn(struct conn *c)
 {
+	if (via) {
+		BIO_free(via); /* BIO_NOCLOSE: the session is freed below */
+		via = NULL;
+	}
 	if (c->ssl)
 		SSL_free(c->ssl);
 	if (c->fd >= 0)
@@ -258,7 +299,7 @@ int main(int argc, char **argv)
 {
 	const char *path = "/", *sni = NULL;
 	int port = 0, requests = 1, fresh = 0, implicit = 0, pause_ms = 0;
-	int entry = 0, i;
+	int entry = 0, tls12 = 0, hold_ms = 0, idle_ms = -1, i;
 	struct conn c = {-1, NULL};
 	SSL_CTX *ctx;
 
@@ -279,6 +320,14 @@ int main(int argc, char **argv)
 			implicit = 1;
 		else if (!strcmp(argv[i], "--entry-points"))
 			entry = 1;
+		else if (!strcmp(argv[i], "--tls12"))
+			tls12 = 1;
+		else if (!strcmp(argv[i], "--bio"))
+			use_bio = 1;
+		else if (!strcmp(argv[i], "--hold-ms") && i + 1 < argc)
+			hold_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--idle-ms") && i + 1 < argc)
+			idle_ms = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "tls_client: bad argument %s\n",
 				argv[i]);
@@ -291,6 +340,8 @@ int main(int argc, char **argv)
 	}
 	ctx = SSL_CTX_new(TLS_client_method());
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	if (tls12)
+		SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (entry) {
 		int rc = entry_points(ctx, port, path);
@@ -304,13 +355,16 @@ int main(int argc, char **argv)
 		unsigned long long before;
 		int rc, status;
 
-		if (i > 0 && pause_ms > 0) {
-			struct timespec ts = {pause_ms / 1000,
-					      (pause_ms % 1000) * 1000000L};
-			nanosleep(&ts, NULL);
-		}
+		if (i > 0)
+			sleep_ms(pause_ms);
 		if (c.ssl == NULL &&
 		    open_conn(&c, ctx, port, sni, implicit, i) != 0) {
+			close_conn(&c);
+			continue;
+		}
+		if (idle_ms >= 0) {
+			sleep_ms(idle_ms);
+			printf("%d idle\n", i);
 			close_conn(&c);
 			continue;
 		}
@@ -321,7 +375,7 @@ int main(int argc, char **argv)
 		ERR_clear_error();
 		before = bytes_sent(c.fd);
 		errno = 0;
-		rc = SSL_write(c.ssl, req, (int)strlen(req));
+		rc = tls_write(c.ssl, req, (int)strlen(req));
 		if (rc <= 0) {
 			int err = errno;
 
@@ -340,8 +394,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		printf("%d %d\n", i, status);
-		if (fresh)
+		if (fresh) {
+			sleep_ms(hold_ms);
 			close_conn(&c);
+		}
 	}
 	close_conn(&c);
 	SSL_CTX_free(ctx);
