@@ -210,7 +210,10 @@ static int open_conn(struct conn *c, SSL_CTX *ctx, int port, const char *sni,
 static void close_conn(struct conn *c)
 {
 	if (via) {
-		BIO_free(via); /* BIO_NOCLOSE: the session is freed below */
+		/* The SSL BIO holds a reference to the session's socket BIO,
+		 * its next in the chain; BIO_NOCLOSE: the session is freed
+		 * below. */
+		BIO_free_all(via);
 		via = NULL;
 	}
 	if (c->ssl)
