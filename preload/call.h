@@ -52,6 +52,8 @@ struct rx_op {
 	bool cipher;	/* ciphertext of a connection the TLS layer reads:
 			   never a request, never the answer (ADR-440) */
 	bool plain;	/* the TLS layer's plaintext (ADR-440) */
+	bool unpublished; /* connect: the record is claimed and filled but
+			     mapped only by rx__connect_end (ADR-631) */
 	/* Sending: the bytes (NULL: unseen), for a module that frames what
 	 * is written (proto.h, ADR-408). A single buffer is copied to @one:
 	 * the wrappers describe it with an iovec of their begin step's

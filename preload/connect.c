@@ -33,6 +33,7 @@
 #include "fdtable.h"
 #include "keypin.h"
 #include "protocols.h"
+#include "retry.h"
 #include "runtime.h"
 #include "sockkey.h"
 
@@ -72,6 +73,34 @@ static enum rx_op_decision refused(int fd, bool fresh, int saved)
 	(void)rx__refusal_errno();
 	errno = saved;
 	return RX_OP_PASS;
+}
+
+/* Fill record @e for the call @g admitted at @now with @permit, and move
+ * it to CONNECTING at a new epoch, which @op notes. Stripe lock held, or
+ * @e not mapped yet (ADR-631). */
+static inline __attribute__((always_inline)) void
+fill(struct rx_op *op, struct rx_fd *e, struct rx_guard *g,
+     const struct rx_gate_permit *permit, uint16_t dl_seq,
+     const struct addr_hold *ah, uint64_t now)
+{
+	/* Atomic: start_call reads it without the lock (ADR-186). */
+	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+	rx__permit_copy(&e->permit, permit);
+	e->dl_seq = dl_seq;
+	e->addr_guard = ah->guard;
+	if (ah->guard)
+		e->addr_count = rx__addr_pack(&ah->permit, e->addr_tickets);
+	e->start_ns = now;
+	e->first_byte_ns = 0;
+	e->peeked = 0;
+	e->connected_ns = 0;
+	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	rx__proto_open(&e->proto);
+	op->epoch =
+	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
+	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
+			      memory_order_release);
 }
 
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
@@ -248,6 +277,20 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		return refused(fd, fresh, saved);
 	}
 admitted:
+	/* A socket() the shim saw, the record's first connect: claimed and
+	 * filled with no lock - no other thread can reach it - and mapped
+	 * when the real connect returns (ADR-631). Not with a retry, which
+	 * may connect again before the end step, nor with an address permit
+	 * (ADR-220), which the connect's outcome settles under the lock. */
+	if (late && fresh && !ah.guard && !rx__retry_on() &&
+	    (e = rx__fd_claim(fd, seen))) {
+		fill(op, e, g, &permit, dl_seq, &ah, now);
+		op->e = e;
+		op->phase = RX_FD_CONNECTING;
+		op->unpublished = true;
+		errno = saved;
+		return RX_OP_TRACK;
+	}
 	if (late && !(e = rx__fd_for_connect(fd, NULL, dev, ino, seen))) {
 		/* No record to be had (another thread's meanwhile): the call
 		 * was never the shim's. */
@@ -258,25 +301,7 @@ admitted:
 	}
 	l = rx__fd_lock(e);
 	rx__lock(l);
-	/* Atomic: start_call reads it without the lock (ADR-186). */
-	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
-	rx__permit_copy(&e->permit, &permit);
-	e->dl_seq = dl_seq;
-	e->addr_guard = ah.guard;
-	if (ah.guard) {
-		e->addr_count = rx__addr_pack(&ah.permit, e->addr_tickets);
-	}
-	e->start_ns = now;
-	e->first_byte_ns = 0;
-	e->peeked = 0;
-	e->connected_ns = 0;
-	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
-	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	rx__proto_open(&e->proto);
-	op->epoch =
-	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
-	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
-			      memory_order_release);
+	fill(op, e, g, &permit, dl_seq, &ah, now);
 	rx__unlock(l);
 	op->e = e;
 	op->phase = RX_FD_CONNECTING;

@@ -157,6 +157,30 @@ static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 	return NULL;
 }
 
+struct rx_fd *rx__fd_claim(int fd, uint32_t seen)
+{
+	uint32_t cap =
+	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
+	uint32_t i, n;
+
+	if ((unsigned)fd >= cap ||
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire) != 0)
+		return NULL;
+	/* As attach, but the number is mapped by rx__fd_publish. */
+	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1) {
+		struct rx_fd *e = &rx__fd_pool[i];
+
+		if (!claim(i))
+			continue;
+		atomic_store_explicit(&rx__fd_proven[i], seen,
+				      memory_order_relaxed);
+		atomic_store_explicit(&e->sock_dev, 0, memory_order_relaxed);
+		atomic_store_explicit(&e->sock_ino, 0, memory_order_relaxed);
+		return e;
+	}
+	return NULL;
+}
+
 /* Has @e's socket identity been taken? A connect on a number whose
  * socket() the shim saw leaves it for the first check that needs it
  * (ADR-545); no socket has inode 0 on device 0. */

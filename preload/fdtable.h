@@ -307,6 +307,30 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
 				 uint64_t ino, uint32_t seen);
 
 /*
+ * rx__fd_claim - a free record for a connect on @fd, a number whose
+ * socket() the shim saw (identity not taken, ADR-545; seen to hold its
+ * socket when rx__fd_doubt was @seen) and which has no record: claimed
+ * (refs 1) but not mapped, so no other thread can reach it while the
+ * connect fills it without a lock; rx__fd_publish maps it (ADR-631).
+ * NULL: @fd is not covered, has a record, or none is free. Lock-free,
+ * O(1) as rx__fd_for_connect.
+ */
+struct rx_fd *rx__fd_claim(int fd, uint32_t seen);
+
+/* rx__fd_publish - map @fd to @e, claimed by rx__fd_claim and filled:
+ * a release, so a thread that finds the record sees what was written
+ * into it. false: @fd has a record meanwhile (@e stays unmapped).
+ * Sequentially consistent (ADR-631, rx__fd_mark_connected). O(1). */
+static inline bool rx__fd_publish(int fd, struct rx_fd *e)
+{
+	uint32_t none = 0;
+
+	return atomic_compare_exchange_strong_explicit(
+	    &rx__fd_map[fd], &none, (uint32_t)(e - rx__fd_pool),
+	    memory_order_seq_cst, memory_order_relaxed);
+}
+
+/*
  * rx__fd_forget - @fd is being closed or replaced (close, dup2/dup3 onto
  * it, a new fd returned by socket/accept that still had state): unmap it;
  * when it was its socket's last number, settle an outstanding call as

@@ -67,14 +67,16 @@ int __fcntl(int fd, int cmd, ...);
 
 /* @fd is closed or replaced, or the kernel just handed it out: its state
  * (stale in the second case) and its mark go. One bounds check and two
- * loads for a number the table does not know (ADR-582). */
+ * loads for a number the table does not know (ADR-582). The mark first:
+ * a connect that publishes its record as it returns then either sees it
+ * gone or has its record seen here (ADR-631). */
 static inline __attribute__((always_inline)) void forget_number(int fd)
 {
 	if ((unsigned)fd < rx__fd_capacity_now()) {
+		rx__fd_mark_clear_closing(fd);
 		if (atomic_load_explicit(&rx__fd_map[fd],
-					 memory_order_relaxed) != 0)
+					 memory_order_seq_cst) != 0)
 			rx__fd_forget_mapped(fd);
-		rx__fd_mark_clear_at(fd);
 	}
 }
 
