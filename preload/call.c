@@ -463,55 +463,12 @@ void rx__call_end_record(int fd, struct rx_fd *e)
  * connect and getsockopt(SO_ERROR).
  * ---------------------------------------------------------------------- */
 
-/*
- * The end of a connect whose record rx__connect_begin filled but did not
- * map (ADR-631): a connected one is WAITING at once, with no lock - no
- * other thread can reach the record yet - and every outcome is mapped
- * now, then proven by the number's mark (rx__fd_mark_connected) to have
- * been neither closed nor replaced while the connect ran. Returns true
- * when nothing is left to do: connected, or the number was another's by
- * then - the call then ends as a close of it would have ended it. false:
- * a failed or pending connect, mapped as CONNECTING, for the general
- * steps.
- */
-static inline __attribute__((always_inline)) bool publish(struct rx_op *op,
-							  int rc)
-{
-	struct rx_fd *e = op->e;
-	int err;
-
-	if (rc == 0) {
-		/* The request has not begun: the idle time until its first
-		 * write is the program's (ADR-192), as connected_as. */
-		e->connected_ns = rx__now_ns();
-		atomic_store_explicit(&e->phase, RX_FD_WAITING,
-				      memory_order_relaxed);
-	}
-	if (__builtin_expect(rx__fd_publish(op->fd, e), 1)) {
-		if (__builtin_expect(rx__fd_mark_connected(op->fd), 1))
-			return rc == 0;
-		/* A close or duplicate cleared the mark: the close that saw
-		 * the record mapped ends it, or this does (whoever unmaps the
-		 * number first). */
-		err = errno;
-		rx__fd_forget_stale(op->fd, e, op->epoch);
-	} else {
-		/* The number got a record meanwhile: this one was never
-		 * mapped, and nobody else ends it. */
-		err = errno;
-		rx__call_end_record(op->fd, e);
-		rx__fd_free(e);
-	}
-	errno = err;
-	return true;
-}
-
 void rx__connect_end(struct rx_op *op, int rc)
 {
 	int err;
 
-	if (op->unpublished && publish(op, rc)) {
-		rx__inside = 0;
+	if (op->unpublished) {
+		rx__connect_published(op->fd, op->e, op->epoch, rc);
 		return;
 	}
 	err = errno;
@@ -533,6 +490,37 @@ void rx__connect_end(struct rx_op *op, int rc)
 		fail_errno(op, err);
 	rx__inside = 0;
 	errno = err;
+}
+
+void rx__connect_lost(int fd, struct rx_fd *e, uint32_t epoch, bool mapped)
+{
+	int err = errno;
+
+	if (mapped) {
+		/* A close or duplicate cleared the mark: the close that saw
+		 * the record mapped ends it, or this does (whoever unmaps the
+		 * number first). */
+		rx__fd_forget_stale(fd, e, epoch);
+	} else {
+		/* The number got a record meanwhile: this one was never
+		 * mapped, and nobody else ends it. */
+		rx__call_end_record(fd, e);
+		rx__fd_free(e);
+	}
+	rx__inside = 0;
+	errno = err;
+}
+
+void rx__connect_failed(int fd, struct rx_fd *e, uint32_t epoch, int rc)
+{
+	struct rx_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.fd = fd;
+	op.e = e;
+	op.epoch = epoch;
+	op.phase = RX_FD_CONNECTING;
+	rx__connect_end(&op, rc);
 }
 
 void rx__getsockopt_so_error(int fd, int rc, int value)

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "fdmark.h"
 #include "fdtable.h"
 #include "runtime.h"
 
@@ -102,6 +103,59 @@ static inline bool rx__tls_cipher(int fd, struct rx_fd *e)
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 				      const struct sockaddr *sa, socklen_t len);
 void rx__connect_end(struct rx_op *op, int rc);
+
+/*
+ * rx__connect_fast - connect() in one pass for its common case (connect.c,
+ * ADR-632): true when it ran the connect, *@rc its result with errno as
+ * the real connect left it (or -1 with the refusal's errno); false when
+ * the case does not hold, with nothing changed: run rx__connect_begin and
+ * the rest. Thread-safe, as rx__connect_begin.
+ */
+bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
+		      int *rc);
+
+/* The unusual ends of rx__connect_published (call.c): the record's
+ * number was closed, duplicated or given another record during the
+ * connect (@mapped: this record was mapped, and then the mark was gone),
+ * or the connect failed or is pending (rc != 0). Clear rx__inside;
+ * preserve errno. */
+void rx__connect_lost(int fd, struct rx_fd *e, uint32_t epoch, bool mapped);
+void rx__connect_failed(int fd, struct rx_fd *e, uint32_t epoch, int rc);
+
+/*
+ * rx__connect_published - the end of a connect on @fd that returned @rc,
+ * whose record @e (at @epoch) was filled as CONNECTING but not mapped
+ * (ADR-631): a connected one is WAITING at once, with no lock - no other
+ * thread can reach it yet - and every outcome is mapped now, then proven
+ * by the number's mark (rx__fd_mark_connected) to have been neither
+ * closed nor replaced while the connect ran. A failed or pending connect
+ * goes on through the general steps, mapped as CONNECTING. Clears
+ * rx__inside; preserves errno. O(1) when connected.
+ */
+static inline __attribute__((always_inline)) void
+rx__connect_published(int fd, struct rx_fd *e, uint32_t epoch, int rc)
+{
+	if (rc == 0) {
+		/* The request has not begun: the idle time until its first
+		 * write is the program's (ADR-192), as at any connect. */
+		e->connected_ns = rx__now_ns();
+		atomic_store_explicit(&e->phase, RX_FD_WAITING,
+				      memory_order_relaxed);
+	}
+	if (!__builtin_expect(rx__fd_publish(fd, e), 1)) {
+		rx__connect_lost(fd, e, epoch, false);
+		return;
+	}
+	if (!__builtin_expect(rx__fd_mark_connected(fd), 1)) {
+		rx__connect_lost(fd, e, epoch, true);
+		return;
+	}
+	if (__builtin_expect(rc != 0, 0)) {
+		rx__connect_failed(fd, e, epoch, rc);
+		return;
+	}
+	rx__inside = 0;
+}
 
 /*
  * rx__getsockopt_so_error - after a real getsockopt(SO_ERROR) that returned

@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 	return NULL;
 }
 
-struct rx_fd *rx__fd_claim(int fd, uint32_t seen)
+struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);

@@ -315,7 +315,29 @@ struct rx_fd *rx__fd_for_connect(int fd, struct rx_fd *e, uint64_t dev,
  * NULL: @fd is not covered, has a record, or none is free. Lock-free,
  * O(1) as rx__fd_for_connect.
  */
-struct rx_fd *rx__fd_claim(int fd, uint32_t seen);
+struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen);
+
+static inline struct rx_fd *rx__fd_claim(int fd, uint32_t seen)
+{
+	uint32_t i = (uint32_t)fd + 1, free = 0;
+	struct rx_fd *e = &rx__fd_pool[i];
+
+	/* The record of the same index, free unless a duplicate of a
+	 * socket once on this number outlived it: inline, the claim's
+	 * compare-and-swap (fdtable.c's claim). Else the search. */
+	if ((unsigned)fd < rx__fd_capacity_now() && /* so i <= capacity */
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) == 0 &&
+	    atomic_compare_exchange_strong_explicit(&e->refs, &free, 1,
+						    memory_order_acquire,
+						    memory_order_relaxed)) {
+		atomic_store_explicit(&rx__fd_proven[i], seen,
+				      memory_order_relaxed);
+		atomic_store_explicit(&e->sock_dev, 0, memory_order_relaxed);
+		atomic_store_explicit(&e->sock_ino, 0, memory_order_relaxed);
+		return e;
+	}
+	return rx__fd_claim_any(fd, seen);
+}
 
 /* rx__fd_publish - map @fd to @e, claimed by rx__fd_claim and filled:
  * a release, so a thread that finds the record sees what was written

@@ -116,6 +116,10 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+	int rc;
+
+	if (rx__connect_fast(fd, RX_CSA(addr), len, &rc)) /* ADR-632 */
+		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
 
@@ -127,6 +131,10 @@ extern __typeof(connect) rx__connect_self
 
 RX_EXPORT int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+	int rc;
+
+	if (rx__connect_fast(fd, RX_CSA(addr), len, &rc)) /* ADR-632 */
+		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
 
