@@ -459,6 +459,41 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	rx__key_release(g);
 }
 
+/* rx__call_end_record preserving errno, its common case inline (ADR-633):
+ * a record with no call outstanding and no address permit - every close
+ * of a connection whose answer came - ends in one lock hold, then gives
+ * its pin back, neither of which touches errno; anything else is
+ * rx__call_end_record's, with errno saved around it. */
+static inline __attribute__((always_inline)) void end_closed(int fd,
+							     struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(e);
+	enum rx_fd_phase ph;
+	struct rx_guard *g;
+	int saved;
+
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (__builtin_expect((ph == RX_FD_IDLE || ph == RX_FD_DONE) &&
+				 !e->addr_guard,
+			     1)) {
+		g = e->guard;
+		untrack_idle_locked(e);
+		rx__unlock(l);
+		rx__key_release(g);
+		return;
+	}
+	rx__unlock(l);
+	saved = errno;
+	rx__call_end_record(fd, e);
+	errno = saved;
+}
+
+void rx__call_forget_mapped(int fd)
+{
+	rx__fd_forget_mapped_by(fd, end_closed);
+}
+
 /* ------------------------------------------------------------------------
  * connect and getsockopt(SO_ERROR).
  * ---------------------------------------------------------------------- */

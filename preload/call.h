@@ -32,6 +32,12 @@
  */
 void rx__call_end_record(int fd, struct rx_fd *e);
 
+/* rx__call_forget_mapped - rx__fd_forget_mapped (fdtable.h) with the
+ * common end of a record - no call outstanding - inline (ADR-633): for
+ * close, dup2/dup3 onto a number, close_range and socket(). Preserves
+ * errno. */
+void rx__call_forget_mapped(int fd);
+
 /* What the begin step of an operation decided. */
 enum rx_op_decision {
 	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */

@@ -329,7 +329,7 @@ pass:
  * "ask the general admission" - has changed nothing either, and the
  * general steps ask again.
  */
-bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
+__attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
 		      int *rc)
 {
 	uint32_t seen =

@@ -27,6 +27,7 @@
 #include "lock.h"
 #include "proto.h"
 #include "resilix.h"
+#include "runtime.h"
 
 #define RX_FD_CAP 65536	      /* most fds the table covers */
 #define RX_FD_STRIPES 256     /* stripe locks over the records (power of 2) */
@@ -226,8 +227,36 @@ bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino);
  */
 struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last);
 
-/* rx__fd_free - @e, detached from its last number, is free again. */
-void rx__fd_free(struct rx_fd *e);
+/* rx__fd_free - @e, detached from its last number, is free again. No
+ * lock (ADR-547): the last number was unmapped, so no share can reach the
+ * record, and only a claim reads its count now; release: what ending the
+ * call wrote is seen by the claim that takes it next. */
+static inline void rx__fd_free(struct rx_fd *e)
+{
+	atomic_store_explicit(&e->refs, 0, memory_order_release);
+}
+
+/* rx__fd_count_off - count one number off @e: true when it was the last,
+ * and the record is now RX_FD_REFS_ENDING - held, so nobody claims or
+ * shares it, until rx__fd_free (ADR-580). No lock: a share's count-in
+ * decides against it by the same compare-and-swap. */
+static inline bool rx__fd_count_off(struct rx_fd *e)
+{
+	uint32_t r = 1, to;
+
+	/* A socket's only number, the common close: one try. */
+	if (atomic_compare_exchange_strong_explicit(
+		&e->refs, &r, RX_FD_REFS_ENDING, memory_order_acq_rel,
+		memory_order_relaxed))
+		return true;
+
+	do
+		to =
+		    r > 1 && r != RX_FD_REFS_ENDING ? r - 1 : RX_FD_REFS_ENDING;
+	while (!atomic_compare_exchange_weak_explicit(
+	    &e->refs, &r, to, memory_order_acq_rel, memory_order_relaxed));
+	return to == RX_FD_REFS_ENDING;
+}
 
 /* rx__fdtable_lock_all / rx__fdtable_unlock_all - take or drop every
  * stripe, in index order (fork prepare and parent handlers). O(stripes). */
@@ -365,6 +394,33 @@ void rx__fd_forget(int fd);
 /* rx__fd_forget_mapped - rx__fd_forget for @fd below the capacity, whose
  * map entry the caller just saw non-zero (close, socket: ADR-580). */
 void rx__fd_forget_mapped(int fd);
+
+/*
+ * rx__fd_forget_mapped_by - rx__fd_forget_mapped with @end, which must
+ * preserve errno, as the record's end: inline, so that the close path
+ * (call.c's rx__call_forget_mapped, ADR-633) reaches the common end of a
+ * record without the hook's indirect call. entry_of's checks and
+ * rx__fd_unmap in one (ADR-580).
+ */
+static inline __attribute__((always_inline)) void
+rx__fd_forget_mapped_by(int fd, rx_fd_end_fn *end)
+{
+	uint32_t i;
+
+	if (rx__reentered() || !rx__owner()) {
+		/* A tracked number closed or replaced unforgotten: no record
+		 * is proven to hold its socket any more (ADR-500). */
+		rx__fd_doubt_raise();
+		return;
+	}
+	rx__inside = 1;
+	i = atomic_exchange(&rx__fd_map[fd], 0);
+	if (i != 0 && rx__fd_count_off(&rx__fd_pool[i])) {
+		end(fd, &rx__fd_pool[i]);
+		rx__fd_free(&rx__fd_pool[i]);
+	}
+	rx__inside = 0;
+}
 
 /*
  * rx__fd_end - the program ended @fd's connection for reading (shutdown

@@ -76,7 +76,7 @@ static inline __attribute__((always_inline)) void forget_number(int fd)
 		rx__fd_mark_clear_closing(fd);
 		if (atomic_load_explicit(&rx__fd_map[fd],
 					 memory_order_seq_cst) != 0)
-			rx__fd_forget_mapped(fd);
+			rx__call_forget_mapped(fd);
 	}
 }
 
@@ -251,7 +251,7 @@ RX_EXPORT int socket(int domain, int type, int protocol)
 	if ((unsigned)fd < rx__fd_capacity_now()) {
 		if (atomic_load_explicit(&rx__fd_map[fd],
 					 memory_order_relaxed) != 0)
-			rx__fd_forget_mapped(fd);
+			rx__call_forget_mapped(fd);
 		rx__fd_mark_set_at(fd, kind);
 	}
 	return fd;
