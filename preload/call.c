@@ -50,6 +50,7 @@
 #include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"
+#include "keypin.h"
 #include "log.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -480,7 +481,7 @@ static inline __attribute__((always_inline)) void end_closed(int fd,
 		g = e->guard;
 		untrack_idle_locked(e);
 		rx__unlock(l);
-		rx__key_release(g);
+		rx__key_release_inline(g);
 		return;
 	}
 	rx__unlock(l);

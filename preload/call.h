@@ -120,6 +120,11 @@ void rx__connect_end(struct rx_op *op, int rc);
 bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
 		      int *rc);
 
+/* rx__connect_fast_on - the process-wide half of rx__connect_fast's
+ * case: rx__ka_on (no hook, no deadline), no retry, keys by address (not
+ * RESILIX_KEY=host). Set once at start-up (init.c), read-only after. */
+extern bool rx__connect_fast_on RX_HIDDEN;
+
 /* The unusual ends of rx__connect_published (call.c): the record's
  * number was closed, duplicated or given another record during the
  * connect (@mapped: this record was mapped, and then the mark was gone),

@@ -31,6 +31,7 @@
 #include "errclass.h"
 #include "fdmark.h"
 #include "fdtable.h"
+#include "hot.h"
 #include "keypin.h"
 #include "protocols.h"
 #include "retry.h"
@@ -317,6 +318,8 @@ pass:
 	return RX_OP_PASS;
 }
 
+bool rx__connect_fast_on;
+
 /*
  * The common connect in one pass (ADR-632): what rx__connect_begin,
  * the real connect and rx__connect_end do for a number socket() made an
@@ -343,7 +346,7 @@ __attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa
 	uint32_t epoch;
 	uint64_t m, now;
 
-	if (!rx__ka_on || rx__cfg.key_host || rx__retry_on() ||
+	if (!rx__connect_fast_on ||
 	    (rx__inside | rx__locks_held | rx__curl_active) != 0 ||
 	    !rx__ready() || (unsigned)fd >= rx__fd_capacity_now() ||
 	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) != 0)
@@ -395,7 +398,7 @@ __attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa
 		return true;
 	}
 	epoch = fill(e, g, &permit, 0, &none, now);
-	*rc = rx__real_connect(fd, sa, len);
+	*rc = RX_HOT(connect)(fd, sa, len);
 	rx__connect_published(fd, e, epoch, *rc);
 	return true;
 }

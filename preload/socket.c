@@ -54,6 +54,7 @@
 #include "call.h"
 #include "fdmark.h"
 #include "fdtable.h"
+#include "hot.h"
 #include "init.h"
 #include "log.h"
 #include "retry.h"
@@ -159,7 +160,7 @@ RX_EXPORT int close(int fd)
 {
 	forget_number(fd);
 	rx__log_fd_lost(fd);
-	return rx__real_close(fd);
+	return RX_HOT(close)(fd); /* ADR-634 */
 }
 
 RX_EXPORT int __close(int fd)
@@ -244,7 +245,7 @@ RX_EXPORT int socket(int domain, int type, int protocol)
 		 ? RX_MARK_STREAM
 		 : RX_MARK_OTHER) |
 	    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0);
-	int fd = rx__real_socket(domain, type, protocol);
+	int fd = RX_HOT(socket)(domain, type, protocol); /* ADR-634 */
 
 	/* The mark overwrites whatever mark the number had; stale state
 	 * goes as for any new number (ADR-582). */
