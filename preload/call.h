@@ -7,6 +7,7 @@
 #ifndef RESILIX_PRELOAD_CALL_H
 #define RESILIX_PRELOAD_CALL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,13 +113,13 @@ void rx__connect_end(struct rx_op *op, int rc);
 
 /*
  * rx__connect_fast - connect() in one pass for its common case (connect.c,
- * ADR-632): true when it ran the connect, *@rc its result with errno as
- * the real connect left it (or -1 with the refusal's errno); false when
- * the case does not hold, with nothing changed: run rx__connect_begin and
- * the rest. Thread-safe, as rx__connect_begin.
+ * ADR-632): the connect's result, with errno as the real connect left it
+ * (or -1 with the refusal's errno); RX_CONNECT_GENERAL when the case does
+ * not hold, with nothing changed: run rx__connect_begin and the rest.
+ * Thread-safe, as rx__connect_begin.
  */
-bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
-		      int *rc);
+#define RX_CONNECT_GENERAL INT_MIN
+int rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len);
 
 /* rx__connect_fast_on - the process-wide half of rx__connect_fast's
  * case: rx__ka_on (no hook, no deadline), no retry, keys by address (not

@@ -332,9 +332,10 @@ bool rx__connect_fast_on;
  * "ask the general admission" - has changed nothing either, and the
  * general steps ask again.
  */
-__attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len,
-		      int *rc)
+__attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
+					    socklen_t len)
 {
+	int rc;
 	uint32_t seen =
 	    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed);
 	struct addr_hold none = {.guard = NULL};
@@ -350,22 +351,22 @@ __attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa
 	    (rx__inside | rx__locks_held | rx__curl_active) != 0 ||
 	    !rx__ready() || (unsigned)fd >= rx__fd_capacity_now() ||
 	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) != 0)
-		return false;
+		return RX_CONNECT_GENERAL;
 	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
 	if ((m & RX_MARK_KIND) != (uint64_t)RX_MARK_STREAM << 32 ||
 	    (uint32_t)m != seen || !rx__owner_fast() ||
 	    (uintptr_t)sa < 4096 || len < (socklen_t)sizeof(struct sockaddr_in) ||
 	    sa->sa_family != AF_INET)
-		return false;
+		return RX_CONNECT_GENERAL;
 	d = rx__dest_of(sa, len);
 	if (!d || !d->guarded || !(g = rx__key_kept(d->key, d->len, d->hash)))
-		return false;
+		return RX_CONNECT_GENERAL;
 	rx__inside = 1;
 	now = rx__now_ns();
 	k = rx__key_admit_kept(g, now, &permit);
 	if (k == RX_KEPT_STALE || k == RX_KEPT_ASK) {
 		rx__inside = 0;
-		return false;
+		return RX_CONNECT_GENERAL;
 	}
 	/* The mark taken, as rx__fd_mark_take: RX_MARK_STREAM, valid. */
 	atomic_store_explicit(
@@ -383,22 +384,22 @@ __attribute__((flatten)) bool rx__connect_fast(int fd, const struct sockaddr *sa
 	if (k == RX_KEPT_REFUSE) {
 		if (refused(fd, true, errno) == RX_OP_REFUSE) {
 			errno = rx__refusal_errno();
-			*rc = -1;
+			rc = -1;
 		} else {
-			*rc = rx__real_connect(fd, sa, len);
+			rc = rx__real_connect(fd, sa, len);
 		}
-		return true;
+		return rc;
 	}
 	if (!(e = rx__fd_claim(fd, seen))) {
 		/* No record to be had: the call was never the shim's. */
 		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "pass");
 		rx__key_release(g);
 		rx__inside = 0;
-		*rc = rx__real_connect(fd, sa, len);
-		return true;
+		rc = rx__real_connect(fd, sa, len);
+		return rc;
 	}
 	epoch = fill(e, g, &permit, 0, &none, now);
-	*rc = RX_HOT(connect)(fd, sa, len);
-	rx__connect_published(fd, e, epoch, *rc);
-	return true;
+	rc = RX_HOT(connect)(fd, sa, len);
+	rx__connect_published(fd, e, epoch, rc);
+	return rc;
 }

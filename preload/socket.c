@@ -117,9 +117,9 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
-	int rc;
+	int rc = rx__connect_fast(fd, RX_CSA(addr), len); /* ADR-632 */
 
-	if (rx__connect_fast(fd, RX_CSA(addr), len, &rc)) /* ADR-632 */
+	if (__builtin_expect(rc != RX_CONNECT_GENERAL, 1))
 		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
@@ -132,9 +132,9 @@ extern __typeof(connect) rx__connect_self
 
 RX_EXPORT int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
-	int rc;
+	int rc = rx__connect_fast(fd, RX_CSA(addr), len); /* ADR-632 */
 
-	if (rx__connect_fast(fd, RX_CSA(addr), len, &rc)) /* ADR-632 */
+	if (__builtin_expect(rc != RX_CONNECT_GENERAL, 1))
 		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
