@@ -475,9 +475,8 @@ static inline __attribute__((always_inline)) void end_closed(int fd,
 
 	rx__lock(l);
 	ph = rx__fd_phase(e);
-	if (__builtin_expect((ph == RX_FD_IDLE || ph == RX_FD_DONE) &&
-				 !e->addr_guard,
-			     1)) {
+	if (__builtin_expect(
+		(ph == RX_FD_IDLE || ph == RX_FD_DONE) && !e->addr_guard, 1)) {
 		g = e->guard;
 		untrack_idle_locked(e);
 		rx__unlock(l);

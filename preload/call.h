@@ -51,15 +51,15 @@ enum rx_op_decision {
 struct rx_op {
 	int fd;
 	struct rx_fd *e;
-	size_t len;	/* bytes asked for: 0 makes a 0 result no EOF */
-	uint32_t epoch; /* entry epoch at begin */
-	uint8_t phase;	/* entry phase at begin (after any admission) */
-	bool again;	/* connect on a socket whose connect is pending */
-	bool peek;	/* MSG_PEEK: bytes will be read again (fed then) */
-	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
-	bool cipher;	/* ciphertext of a connection the TLS layer reads:
-			   never a request, never the answer (ADR-440) */
-	bool plain;	/* the TLS layer's plaintext (ADR-440) */
+	size_t len;	  /* bytes asked for: 0 makes a 0 result no EOF */
+	uint32_t epoch;	  /* entry epoch at begin */
+	uint8_t phase;	  /* entry phase at begin (after any admission) */
+	bool again;	  /* connect on a socket whose connect is pending */
+	bool peek;	  /* MSG_PEEK: bytes will be read again (fed then) */
+	bool dontwait;	  /* MSG_DONTWAIT: EAGAIN is not a timeout */
+	bool cipher;	  /* ciphertext of a connection the TLS layer reads:
+			     never a request, never the answer (ADR-440) */
+	bool plain;	  /* the TLS layer's plaintext (ADR-440) */
 	bool unpublished; /* connect: the record is claimed and filled but
 			     mapped only by rx__connect_end (ADR-631) */
 	/* Sending: the bytes (NULL: unseen), for a module that frames what

@@ -81,9 +81,8 @@ static enum rx_op_decision refused(int fd, bool fresh, int saved)
  * it to CONNECTING at a new epoch, which it returns. Stripe lock held, or
  * @e not mapped yet (ADR-631). */
 static inline __attribute__((always_inline)) uint32_t
-fill(struct rx_fd *e, struct rx_guard *g,
-     const struct rx_gate_permit *permit, uint16_t dl_seq,
-     const struct addr_hold *ah, uint64_t now)
+fill(struct rx_fd *e, struct rx_guard *g, const struct rx_gate_permit *permit,
+     uint16_t dl_seq, const struct addr_hold *ah, uint64_t now)
 {
 	uint32_t epoch;
 
@@ -333,7 +332,7 @@ bool rx__connect_fast_on;
  * general steps ask again.
  */
 __attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
-					    socklen_t len)
+					      socklen_t len)
 {
 	int rc;
 	uint32_t seen =
@@ -354,8 +353,8 @@ __attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
 		return RX_CONNECT_GENERAL;
 	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
 	if ((m & RX_MARK_KIND) != (uint64_t)RX_MARK_STREAM << 32 ||
-	    (uint32_t)m != seen || !rx__owner_fast() ||
-	    (uintptr_t)sa < 4096 || len < (socklen_t)sizeof(struct sockaddr_in) ||
+	    (uint32_t)m != seen || !rx__owner_fast() || (uintptr_t)sa < 4096 ||
+	    len < (socklen_t)sizeof(struct sockaddr_in) ||
 	    sa->sa_family != AF_INET)
 		return RX_CONNECT_GENERAL;
 	d = rx__dest_of(sa, len);

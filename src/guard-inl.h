@@ -48,7 +48,7 @@ static inline bool rx__guard_admit_tickets(struct rx_guard *g, uint64_t now_ns,
  * the same answer and writes; false, nothing changed, with shares too (the
  * caller asks rx_guard_admit_fast, whose shares need the context). */
 static RX__INLINE bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
-					struct rx_gate_permit *permit)
+					    struct rx_gate_permit *permit)
 {
 	if (RX__UNLIKELY(g->shares_on) ||
 	    !rx__guard_admit_tickets(g, now_ns, permit))
