@@ -47,6 +47,7 @@
 #include "call.h"
 #include "call_framed.h"
 #include "errclass.h"
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "runtime.h"

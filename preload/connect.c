@@ -29,6 +29,7 @@
 #include "deadline.h"
 #include "dest.h"
 #include "errclass.h"
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "hot.h"

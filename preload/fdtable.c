@@ -49,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "log.h"
@@ -131,13 +132,12 @@ static bool claim(uint32_t i)
 	    memory_order_relaxed);
 }
 
-/* Give @fd, which has no record, a free one (refs 1, fields as the last
- * user left them: phase untracked, epoch counting on). Returns it, or
- * NULL when @fd is not covered or already has a record. Lock-free
- * (ADR-547), never calls libc; O(1) unless duplicates of earlier sockets
- * still hold the records of lower numbers. Inline in rx__fd_for_connect,
- * every admitted connect's claim (ADR-607). */
-static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
+/* Claim a free record for @fd, which has no record (refs 1, fields as
+ * the last user left them: phase untracked, epoch counting on), unmapped.
+ * Returns its index, or 0 when @fd is not covered or already has a
+ * record. Lock-free (ADR-547), never calls libc; O(1) unless duplicates
+ * of earlier sockets still hold the records of lower numbers. */
+static inline __attribute__((always_inline)) uint32_t claim_for(int fd)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
@@ -145,40 +145,40 @@ static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 
 	if ((unsigned)fd >= cap ||
 	    atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire) != 0)
-		return NULL;
+		return 0;
 	/* The record of the same index is free unless a duplicate of a
 	 * socket once on this number outlived it; then the next free one. */
-	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1) {
-		if (!claim(i))
-			continue;
-		atomic_store_explicit(&rx__fd_map[fd], i, memory_order_release);
-		return &rx__fd_pool[i];
-	}
-	return NULL;
+	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1)
+		if (claim(i))
+			return i;
+	return 0;
+}
+
+/* Give @fd, which has no record, a free one, mapped (claim_for). NULL:
+ * none. Inline in rx__fd_for_connect, every admitted connect's claim
+ * (ADR-607). */
+static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
+{
+	uint32_t i = claim_for(fd);
+
+	if (i == 0)
+		return NULL;
+	atomic_store_explicit(&rx__fd_map[fd], i, memory_order_release);
+	return &rx__fd_pool[i];
 }
 
 struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen)
 {
-	uint32_t cap =
-	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
-	uint32_t i, n;
-
-	if ((unsigned)fd >= cap ||
-	    atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire) != 0)
-		return NULL;
 	/* As attach, but the number is mapped by rx__fd_publish. */
-	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1) {
-		struct rx_fd *e = &rx__fd_pool[i];
+	uint32_t i = claim_for(fd);
+	struct rx_fd *e = &rx__fd_pool[i];
 
-		if (!claim(i))
-			continue;
-		atomic_store_explicit(&rx__fd_proven[i], seen,
-				      memory_order_relaxed);
-		atomic_store_explicit(&e->sock_dev, 0, memory_order_relaxed);
-		atomic_store_explicit(&e->sock_ino, 0, memory_order_relaxed);
-		return e;
-	}
-	return NULL;
+	if (i == 0)
+		return NULL;
+	atomic_store_explicit(&rx__fd_proven[i], seen, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_dev, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_ino, 0, memory_order_relaxed);
+	return e;
 }
 
 /* Has @e's socket identity been taken? A connect on a number whose
