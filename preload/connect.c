@@ -13,8 +13,11 @@
  * spares the questions a connect would otherwise ask the kernel - its
  * type, whether it is connected already, whether it blocks (ADR-542,
  * ADR-543); the owner check is the fork word, not getpid (ADR-543). A
- * refused connect leaves no record behind (ADR-541). Runs with rx__inside
- * set; no lock is held across libc.
+ * refused connect leaves no record behind (ADR-541); a fresh socket's
+ * record is filled unmapped and mapped when the real connect returns
+ * (ADR-631). The common connect - a fresh IPv4 socket, the key the thread
+ * kept pinned - runs in one pass, real connect included (rx__connect_fast,
+ * ADR-632). Runs with rx__inside set; no lock is held across libc.
  */
 #include "config.h"
 

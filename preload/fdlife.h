@@ -56,7 +56,7 @@ static inline bool rx__fd_count_off(struct rx_fd *e)
  * NULL: @fd is not covered, has a record, or none is free. Lock-free,
  * O(1) as rx__fd_for_connect.
  */
-struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen);
+struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen); /* any free one */
 
 static inline struct rx_fd *rx__fd_claim(int fd, uint32_t seen)
 {
