@@ -284,7 +284,7 @@ enum rx_kept_admission {
 	RX_KEPT_ASK
 };
 
-static inline enum rx_kept_admission
+static inline __attribute__((always_inline)) enum rx_kept_admission
 rx__key_admit_kept(struct rx_guard *g, uint64_t now,
 		   struct rx_gate_permit *permit)
 {

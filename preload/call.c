@@ -47,9 +47,11 @@
 #include "call.h"
 #include "call_framed.h"
 #include "errclass.h"
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "judge.h"
+#include "keypin.h"
 #include "log.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -459,14 +461,53 @@ void rx__call_end_record(int fd, struct rx_fd *e)
 	rx__key_release(g);
 }
 
+/* rx__call_end_record preserving errno, its common case inline (ADR-633):
+ * a record with no call outstanding and no address permit - every close
+ * of a connection whose answer came - ends in one lock hold, then gives
+ * its pin back, neither of which touches errno; anything else is
+ * rx__call_end_record's, with errno saved around it. */
+static inline __attribute__((always_inline)) void end_closed(int fd,
+							     struct rx_fd *e)
+{
+	struct rx_lock *l = rx__fd_lock(e);
+	enum rx_fd_phase ph;
+	struct rx_guard *g;
+	int saved;
+
+	rx__lock(l);
+	ph = rx__fd_phase(e);
+	if (__builtin_expect(
+		(ph == RX_FD_IDLE || ph == RX_FD_DONE) && !e->addr_guard, 1)) {
+		g = e->guard;
+		untrack_idle_locked(e);
+		rx__unlock(l);
+		rx__key_release_inline(g);
+		return;
+	}
+	rx__unlock(l);
+	saved = errno;
+	rx__call_end_record(fd, e);
+	errno = saved;
+}
+
+void rx__call_forget_mapped(int fd)
+{
+	rx__fd_forget_mapped_by(fd, end_closed);
+}
+
 /* ------------------------------------------------------------------------
  * connect and getsockopt(SO_ERROR).
  * ---------------------------------------------------------------------- */
 
 void rx__connect_end(struct rx_op *op, int rc)
 {
-	int err = errno;
+	int err;
 
+	if (op->unpublished) {
+		rx__connect_published(op->fd, op->e, op->epoch, rc);
+		return;
+	}
+	err = errno;
 	/* Right after rx__connect_begin: no fork came between (ADR-543). */
 	if (rc == 0 || (op->again && err == EISCONN))
 		connected_as(op, true);
@@ -485,6 +526,37 @@ void rx__connect_end(struct rx_op *op, int rc)
 		fail_errno(op, err);
 	rx__inside = 0;
 	errno = err;
+}
+
+void rx__connect_lost(int fd, struct rx_fd *e, uint32_t epoch, bool mapped)
+{
+	int err = errno;
+
+	if (mapped) {
+		/* A close or duplicate cleared the mark: the close that saw
+		 * the record mapped ends it, or this does (whoever unmaps the
+		 * number first). */
+		rx__fd_forget_stale(fd, e, epoch);
+	} else {
+		/* The number got a record meanwhile: this one was never
+		 * mapped, and nobody else ends it. */
+		rx__call_end_record(fd, e);
+		rx__fd_free(e);
+	}
+	rx__inside = 0;
+	errno = err;
+}
+
+void rx__connect_failed(int fd, struct rx_fd *e, uint32_t epoch, int rc)
+{
+	struct rx_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.fd = fd;
+	op.e = e;
+	op.epoch = epoch;
+	op.phase = RX_FD_CONNECTING;
+	rx__connect_end(&op, rc);
 }
 
 void rx__getsockopt_so_error(int fd, int rc, int value)

@@ -7,6 +7,7 @@
 #ifndef RESILIX_PRELOAD_CALL_H
 #define RESILIX_PRELOAD_CALL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "fdlife.h"
+#include "fdmark.h"
 #include "fdtable.h"
 #include "runtime.h"
 
@@ -31,6 +34,12 @@
  */
 void rx__call_end_record(int fd, struct rx_fd *e);
 
+/* rx__call_forget_mapped - rx__fd_forget_mapped (fdtable.h) with the
+ * common end of a record - no call outstanding - inline (ADR-633): for
+ * close, dup2/dup3 onto a number, close_range and socket(). Preserves
+ * errno. */
+void rx__call_forget_mapped(int fd);
+
 /* What the begin step of an operation decided. */
 enum rx_op_decision {
 	RX_OP_PASS = 0, /* untracked: call the real function, nothing else */
@@ -43,15 +52,17 @@ enum rx_op_decision {
 struct rx_op {
 	int fd;
 	struct rx_fd *e;
-	size_t len;	/* bytes asked for: 0 makes a 0 result no EOF */
-	uint32_t epoch; /* entry epoch at begin */
-	uint8_t phase;	/* entry phase at begin (after any admission) */
-	bool again;	/* connect on a socket whose connect is pending */
-	bool peek;	/* MSG_PEEK: bytes will be read again (fed then) */
-	bool dontwait;	/* MSG_DONTWAIT: EAGAIN is not a timeout */
-	bool cipher;	/* ciphertext of a connection the TLS layer reads:
-			   never a request, never the answer (ADR-440) */
-	bool plain;	/* the TLS layer's plaintext (ADR-440) */
+	size_t len;	  /* bytes asked for: 0 makes a 0 result no EOF */
+	uint32_t epoch;	  /* entry epoch at begin */
+	uint8_t phase;	  /* entry phase at begin (after any admission) */
+	bool again;	  /* connect on a socket whose connect is pending */
+	bool peek;	  /* MSG_PEEK: bytes will be read again (fed then) */
+	bool dontwait;	  /* MSG_DONTWAIT: EAGAIN is not a timeout */
+	bool cipher;	  /* ciphertext of a connection the TLS layer reads:
+			     never a request, never the answer (ADR-440) */
+	bool plain;	  /* the TLS layer's plaintext (ADR-440) */
+	bool unpublished; /* connect: the record is claimed and filled but
+			     mapped only by rx__connect_end (ADR-631) */
 	/* Sending: the bytes (NULL: unseen), for a module that frames what
 	 * is written (proto.h, ADR-408). A single buffer is copied to @one:
 	 * the wrappers describe it with an iovec of their begin step's
@@ -100,6 +111,64 @@ static inline bool rx__tls_cipher(int fd, struct rx_fd *e)
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 				      const struct sockaddr *sa, socklen_t len);
 void rx__connect_end(struct rx_op *op, int rc);
+
+/*
+ * rx__connect_fast - connect() in one pass for its common case (connect.c,
+ * ADR-632): the connect's result, with errno as the real connect left it
+ * (or -1 with the refusal's errno); RX_CONNECT_GENERAL when the case does
+ * not hold, with nothing changed: run rx__connect_begin and the rest.
+ * Thread-safe, as rx__connect_begin.
+ */
+#define RX_CONNECT_GENERAL INT_MIN
+int rx__connect_fast(int fd, const struct sockaddr *sa, socklen_t len);
+
+/* rx__connect_fast_on - the process-wide half of rx__connect_fast's
+ * case: rx__ka_on (no hook, no deadline), no retry, keys by address (not
+ * RESILIX_KEY=host). Set once at start-up (init.c), read-only after. */
+extern bool rx__connect_fast_on RX_HIDDEN;
+
+/* The unusual ends of rx__connect_published (call.c): the record's
+ * number was closed, duplicated or given another record during the
+ * connect (@mapped: this record was mapped, and then the mark was gone),
+ * or the connect failed or is pending (rc != 0). Clear rx__inside;
+ * preserve errno. */
+void rx__connect_lost(int fd, struct rx_fd *e, uint32_t epoch, bool mapped);
+void rx__connect_failed(int fd, struct rx_fd *e, uint32_t epoch, int rc);
+
+/*
+ * rx__connect_published - the end of a connect on @fd that returned @rc,
+ * whose record @e (at @epoch) was filled as CONNECTING but not mapped
+ * (ADR-631): a connected one is WAITING at once, with no lock - no other
+ * thread can reach it yet - and every outcome is mapped now, then proven
+ * by the number's mark (rx__fd_mark_connected) to have been neither
+ * closed nor replaced while the connect ran. A failed or pending connect
+ * goes on through the general steps, mapped as CONNECTING. Clears
+ * rx__inside; preserves errno. O(1) when connected.
+ */
+static inline __attribute__((always_inline)) void
+rx__connect_published(int fd, struct rx_fd *e, uint32_t epoch, int rc)
+{
+	if (rc == 0) {
+		/* The request has not begun: the idle time until its first
+		 * write is the program's (ADR-192), as at any connect. */
+		e->connected_ns = rx__now_ns();
+		atomic_store_explicit(&e->phase, RX_FD_WAITING,
+				      memory_order_relaxed);
+	}
+	if (!__builtin_expect(rx__fd_publish(fd, e), 1)) {
+		rx__connect_lost(fd, e, epoch, false);
+		return;
+	}
+	if (!__builtin_expect(rx__fd_mark_connected(fd), 1)) {
+		rx__connect_lost(fd, e, epoch, true);
+		return;
+	}
+	if (__builtin_expect(rc != 0, 0)) {
+		rx__connect_failed(fd, e, epoch, rc);
+		return;
+	}
+	rx__inside = 0;
+}
 
 /*
  * rx__getsockopt_so_error - after a real getsockopt(SO_ERROR) that returned

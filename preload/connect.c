@@ -13,8 +13,11 @@
  * spares the questions a connect would otherwise ask the kernel - its
  * type, whether it is connected already, whether it blocks (ADR-542,
  * ADR-543); the owner check is the fork word, not getpid (ADR-543). A
- * refused connect leaves no record behind (ADR-541). Runs with rx__inside
- * set; no lock is held across libc.
+ * refused connect leaves no record behind (ADR-541); a fresh socket's
+ * record is filled unmapped and mapped when the real connect returns
+ * (ADR-631). The common connect - a fresh IPv4 socket, the key the thread
+ * kept pinned - runs in one pass, real connect included (rx__connect_fast,
+ * ADR-632). Runs with rx__inside set; no lock is held across libc.
  */
 #include "config.h"
 
@@ -29,12 +32,16 @@
 #include "deadline.h"
 #include "dest.h"
 #include "errclass.h"
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
+#include "hot.h"
 #include "keypin.h"
 #include "protocols.h"
+#include "retry.h"
 #include "runtime.h"
 #include "sockkey.h"
+#include "symbols.h"
 
 /* A connect's address permit (ADR-220) while it is being admitted. */
 struct addr_hold {
@@ -72,6 +79,36 @@ static enum rx_op_decision refused(int fd, bool fresh, int saved)
 	(void)rx__refusal_errno();
 	errno = saved;
 	return RX_OP_PASS;
+}
+
+/* Fill record @e for the call @g admitted at @now with @permit, and move
+ * it to CONNECTING at a new epoch, which it returns. Stripe lock held, or
+ * @e not mapped yet (ADR-631). */
+static inline __attribute__((always_inline)) uint32_t
+fill(struct rx_fd *e, struct rx_guard *g, const struct rx_gate_permit *permit,
+     uint16_t dl_seq, const struct addr_hold *ah, uint64_t now)
+{
+	uint32_t epoch;
+
+	/* Atomic: start_call reads it without the lock (ADR-186). */
+	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
+	rx__permit_copy(&e->permit, permit);
+	e->dl_seq = dl_seq;
+	e->addr_guard = ah->guard;
+	if (ah->guard)
+		e->addr_count = rx__addr_pack(&ah->permit, e->addr_tickets);
+	e->start_ns = now;
+	e->first_byte_ns = 0;
+	e->peeked = 0;
+	e->connected_ns = 0;
+	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
+	rx__proto_open(&e->proto);
+	epoch =
+	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
+	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
+			      memory_order_release);
+	return epoch;
 }
 
 enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
@@ -248,6 +285,20 @@ enum rx_op_decision rx__connect_begin(struct rx_op *op, int fd,
 		return refused(fd, fresh, saved);
 	}
 admitted:
+	/* A socket() the shim saw, the record's first connect: claimed and
+	 * filled with no lock - no other thread can reach it - and mapped
+	 * when the real connect returns (ADR-631). Not with a retry, which
+	 * may connect again before the end step, nor with an address permit
+	 * (ADR-220), which the connect's outcome settles under the lock. */
+	if (late && fresh && !ah.guard && !rx__retry_on() &&
+	    (e = rx__fd_claim(fd, seen))) {
+		op->epoch = fill(e, g, &permit, dl_seq, &ah, now);
+		op->e = e;
+		op->phase = RX_FD_CONNECTING;
+		op->unpublished = true;
+		errno = saved;
+		return RX_OP_TRACK;
+	}
 	if (late && !(e = rx__fd_for_connect(fd, NULL, dev, ino, seen))) {
 		/* No record to be had (another thread's meanwhile): the call
 		 * was never the shim's. */
@@ -258,25 +309,7 @@ admitted:
 	}
 	l = rx__fd_lock(e);
 	rx__lock(l);
-	/* Atomic: start_call reads it without the lock (ADR-186). */
-	__atomic_store_n(&e->guard, g, __ATOMIC_RELAXED);
-	rx__permit_copy(&e->permit, &permit);
-	e->dl_seq = dl_seq;
-	e->addr_guard = ah.guard;
-	if (ah.guard) {
-		e->addr_count = rx__addr_pack(&ah.permit, e->addr_tickets);
-	}
-	e->start_ns = now;
-	e->first_byte_ns = 0;
-	e->peeked = 0;
-	e->connected_ns = 0;
-	atomic_store_explicit(&e->wrote, 0, memory_order_relaxed);
-	atomic_store_explicit(&e->awaiting, 0, memory_order_relaxed);
-	rx__proto_open(&e->proto);
-	op->epoch =
-	    atomic_fetch_add_explicit(&e->epoch, 1, memory_order_release) + 1;
-	atomic_store_explicit(&e->phase, RX_FD_CONNECTING,
-			      memory_order_release);
+	op->epoch = fill(e, g, &permit, dl_seq, &ah, now);
 	rx__unlock(l);
 	op->e = e;
 	op->phase = RX_FD_CONNECTING;
@@ -286,4 +319,90 @@ pass:
 	rx__inside = 0;
 	errno = saved;
 	return RX_OP_PASS;
+}
+
+bool rx__connect_fast_on;
+
+/*
+ * The common connect in one pass (ADR-632): what rx__connect_begin,
+ * the real connect and rx__connect_end do for a number socket() made an
+ * unconnected IPv4 stream socket with no record, connected by a plain
+ * thread (not inside the shim, nor in a curl transfer) to a guarded
+ * address whose key the thread kept pinned, with no hook, deadline,
+ * retry or RESILIX_KEY=host: every test before the admission changes
+ * nothing, and the kept pin's admission is the general one's
+ * (rx__key_admit_kept). A fresh answer of the kept pin's - stale, or
+ * "ask the general admission" - has changed nothing either, and the
+ * general steps ask again.
+ */
+__attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
+					      socklen_t len)
+{
+	int rc;
+	uint32_t seen =
+	    atomic_load_explicit(&rx__fd_doubt, memory_order_relaxed);
+	struct addr_hold none = {.guard = NULL};
+	const struct rx_dest_memo *d;
+	struct rx_gate_permit permit;
+	enum rx_kept_admission k;
+	struct rx_guard *g;
+	struct rx_fd *e;
+	uint32_t epoch;
+	uint64_t m, now;
+
+	if (!rx__connect_fast_on ||
+	    (rx__inside | rx__locks_held | rx__curl_active) != 0 ||
+	    !rx__ready() || (unsigned)fd >= rx__fd_capacity_now() ||
+	    atomic_load_explicit(&rx__fd_map[fd], memory_order_relaxed) != 0)
+		return RX_CONNECT_GENERAL;
+	m = atomic_load_explicit(&rx__fd_marks[fd], memory_order_relaxed);
+	if ((m & RX_MARK_KIND) != (uint64_t)RX_MARK_STREAM << 32 ||
+	    (uint32_t)m != seen || !rx__owner_fast() || (uintptr_t)sa < 4096 ||
+	    len < (socklen_t)sizeof(struct sockaddr_in) ||
+	    sa->sa_family != AF_INET)
+		return RX_CONNECT_GENERAL;
+	d = rx__dest_of(sa, len);
+	if (!d || !d->guarded || !(g = rx__key_kept(d->key, d->len, d->hash)))
+		return RX_CONNECT_GENERAL;
+	rx__inside = 1;
+	now = rx__now_ns();
+	k = rx__key_admit_kept(g, now, &permit);
+	if (k == RX_KEPT_STALE || k == RX_KEPT_ASK) {
+		rx__inside = 0;
+		return RX_CONNECT_GENERAL;
+	}
+	/* The mark taken, as rx__fd_mark_take: RX_MARK_STREAM, valid. */
+	atomic_store_explicit(
+	    &rx__fd_marks[fd],
+	    m ^ (uint64_t)(RX_MARK_STREAM ^ RX_MARK_CONNECTING) << 32,
+	    memory_order_relaxed);
+	if (k != RX_KEPT_REFUSE) {
+		rx__key_kept_take();
+		if (k == RX_KEPT_QUEUE &&
+		    !rx__admit_queued(g, &now, &permit, "connect", fd, false)) {
+			rx__key_release(g);
+			k = RX_KEPT_REFUSE;
+		}
+	}
+	if (k == RX_KEPT_REFUSE) {
+		if (refused(fd, true, errno) == RX_OP_REFUSE) {
+			errno = rx__refusal_errno();
+			rc = -1;
+		} else {
+			rc = rx__real_connect(fd, sa, len);
+		}
+		return rc;
+	}
+	if (!(e = rx__fd_claim(fd, seen))) {
+		/* No record to be had: the call was never the shim's. */
+		rx__key_settle(g, &permit, RX_REJECTED, now, now, now, "pass");
+		rx__key_release(g);
+		rx__inside = 0;
+		rc = rx__real_connect(fd, sa, len);
+		return rc;
+	}
+	epoch = fill(e, g, &permit, 0, &none, now);
+	rc = RX_HOT(connect)(fd, sa, len);
+	rx__connect_published(fd, e, epoch, rc);
+	return rc;
 }

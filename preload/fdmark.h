@@ -27,6 +27,13 @@ extern _Atomic uint64_t *rx__fd_marks RX_HIDDEN;
 
 #define RX_MARK_STREAM 1u /* AF_INET/AF_INET6 SOCK_STREAM, never connected */
 #define RX_MARK_OTHER 2u  /* any other socket: never a call */
+/* A stream socket's mark once a connect took it (rx__fd_mark_take): read
+ * as nothing known by a later connect, and by the connect that took it,
+ * whose record is published only when the real connect returns, the
+ * proof that no close, duplicate or new socket() touched the number
+ * meanwhile (rx__fd_mark_connected, ADR-631). */
+#define RX_MARK_CONNECTING 4u
+#define RX_MARK_KIND ((uint64_t)0xffu << 32)
 /* Beside the kind, and kept by a connect: made non-blocking by socket(),
  * fcntl(F_SETFL) or ioctl(FIONBIO), as far as the shim saw (ADR-543,
  * ADR-619). */
@@ -84,11 +91,14 @@ static inline uint64_t rx__fd_mark_of(int fd)
 }
 
 /* rx__fd_mark_take - a connect on @fd: its mark's kind (0 when none, or
- * void), cleared - after a connect, a stream socket may be connected -
- * but for RX_MARK_NONBLOCK. O(1); async-signal-safe. */
+ * void), which no later connect takes again - after a connect, a stream
+ * socket may be connected: RX_MARK_STREAM becomes RX_MARK_CONNECTING
+ * (ADR-631), any other kind is cleared; RX_MARK_NONBLOCK stays. O(1);
+ * async-signal-safe. */
 static inline unsigned rx__fd_mark_take(int fd)
 {
 	uint64_t m = rx__fd_mark_of(fd);
+	unsigned kind = (unsigned)(m >> 32) & 0xffu;
 
 	if (m == 0) {
 		rx__fd_mark_clear(fd);
@@ -96,9 +106,49 @@ static inline unsigned rx__fd_mark_take(int fd)
 	}
 	atomic_store_explicit(
 	    &rx__fd_marks[fd],
-	    m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX),
+	    (m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX)) |
+		(kind == RX_MARK_STREAM ? (uint64_t)RX_MARK_CONNECTING << 32
+					: 0),
 	    memory_order_relaxed);
-	return (unsigned)(m >> 32) & 0xffu;
+	return kind;
+}
+
+/*
+ * rx__fd_mark_connected - the connect that took @fd's mark (below the
+ * capacity) returned, and published its record (ADR-631): true when the
+ * mark is still RX_MARK_CONNECTING, which it clears (keeping
+ * RX_MARK_NONBLOCK, which an fcntl may change meanwhile); false when a
+ * close, a duplicate or a socket() of the number cleared or rewrote it
+ * while the connect ran. Sequentially consistent, as the closes' clear
+ * (rx__fd_mark_clear_closing): of the two, whichever comes second sees
+ * the other's write - the connect a cleared mark, or the close the
+ * published record. O(1); async-signal-safe.
+ */
+static inline bool rx__fd_mark_connected(int fd)
+{
+	uint64_t m =
+	    atomic_load_explicit(&rx__fd_marks[fd], memory_order_seq_cst);
+
+	do {
+		if ((m & RX_MARK_KIND) != (uint64_t)RX_MARK_CONNECTING << 32)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &rx__fd_marks[fd], &m, m & ~RX_MARK_KIND, memory_order_seq_cst,
+	    memory_order_seq_cst));
+	return true;
+}
+
+/* rx__fd_mark_clear_closing - rx__fd_mark_clear for @fd below the
+ * capacity, by a close or replacement of the number, before it reads the
+ * number's map entry: sequentially consistent, so that a connect whose
+ * record was published meanwhile either finds its mark gone or has its
+ * record seen by the map read that follows (ADR-631). */
+static inline void rx__fd_mark_clear_closing(int fd)
+{
+	if (atomic_load_explicit(&rx__fd_marks[(unsigned)fd],
+				 memory_order_seq_cst))
+		atomic_store_explicit(&rx__fd_marks[(unsigned)fd], 0,
+				      memory_order_seq_cst);
 }
 
 /* rx__fd_mark_nonblock - is @fd non-blocking as far as its mark knows

@@ -49,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "fdlife.h"
 #include "fdmark.h"
 #include "fdtable.h"
 #include "log.h"
@@ -131,13 +132,12 @@ static bool claim(uint32_t i)
 	    memory_order_relaxed);
 }
 
-/* Give @fd, which has no record, a free one (refs 1, fields as the last
- * user left them: phase untracked, epoch counting on). Returns it, or
- * NULL when @fd is not covered or already has a record. Lock-free
- * (ADR-547), never calls libc; O(1) unless duplicates of earlier sockets
- * still hold the records of lower numbers. Inline in rx__fd_for_connect,
- * every admitted connect's claim (ADR-607). */
-static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
+/* Claim a free record for @fd, which has no record (refs 1, fields as
+ * the last user left them: phase untracked, epoch counting on), unmapped.
+ * Returns its index, or 0 when @fd is not covered or already has a
+ * record. Lock-free (ADR-547), never calls libc; O(1) unless duplicates
+ * of earlier sockets still hold the records of lower numbers. */
+static inline __attribute__((always_inline)) uint32_t claim_for(int fd)
 {
 	uint32_t cap =
 	    atomic_load_explicit(&rx__fd_capacity, memory_order_acquire);
@@ -145,16 +145,40 @@ static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
 
 	if ((unsigned)fd >= cap ||
 	    atomic_load_explicit(&rx__fd_map[fd], memory_order_acquire) != 0)
-		return NULL;
+		return 0;
 	/* The record of the same index is free unless a duplicate of a
 	 * socket once on this number outlived it; then the next free one. */
-	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1) {
-		if (!claim(i))
-			continue;
-		atomic_store_explicit(&rx__fd_map[fd], i, memory_order_release);
-		return &rx__fd_pool[i];
-	}
-	return NULL;
+	for (n = 0, i = (uint32_t)fd + 1; n < cap; n++, i = i % cap + 1)
+		if (claim(i))
+			return i;
+	return 0;
+}
+
+/* Give @fd, which has no record, a free one, mapped (claim_for). NULL:
+ * none. Inline in rx__fd_for_connect, every admitted connect's claim
+ * (ADR-607). */
+static inline __attribute__((always_inline)) struct rx_fd *attach(int fd)
+{
+	uint32_t i = claim_for(fd);
+
+	if (i == 0)
+		return NULL;
+	atomic_store_explicit(&rx__fd_map[fd], i, memory_order_release);
+	return &rx__fd_pool[i];
+}
+
+struct rx_fd *rx__fd_claim_any(int fd, uint32_t seen)
+{
+	/* As attach, but the number is mapped by rx__fd_publish. */
+	uint32_t i = claim_for(fd);
+	struct rx_fd *e = &rx__fd_pool[i];
+
+	if (i == 0)
+		return NULL;
+	atomic_store_explicit(&rx__fd_proven[i], seen, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_dev, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->sock_ino, 0, memory_order_relaxed);
+	return e;
 }
 
 /* Has @e's socket identity been taken? A connect on a number whose
@@ -186,28 +210,6 @@ static bool count_in(struct rx_fd *e)
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &e->refs, &r, r + 1, memory_order_acq_rel, memory_order_relaxed));
 	return true;
-}
-
-/* Count one number off @e: true when it was the last, and the record is
- * now RX_FD_REFS_ENDING - held, so nobody claims or shares it, until
- * rx__fd_free (ADR-580). No lock: count_in decides against it by the same
- * compare-and-swap. */
-static bool count_off(struct rx_fd *e)
-{
-	uint32_t r = 1, to;
-
-	/* A socket's only number, the common close: one try. */
-	if (atomic_compare_exchange_strong_explicit(
-		&e->refs, &r, RX_FD_REFS_ENDING, memory_order_acq_rel,
-		memory_order_relaxed))
-		return true;
-
-	do
-		to =
-		    r > 1 && r != RX_FD_REFS_ENDING ? r - 1 : RX_FD_REFS_ENDING;
-	while (!atomic_compare_exchange_weak_explicit(
-	    &e->refs, &r, to, memory_order_acq_rel, memory_order_relaxed));
-	return to == RX_FD_REFS_ENDING;
 }
 
 bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino)
@@ -267,17 +269,8 @@ struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last)
 		if (i == 0)
 			return NULL;
 	}
-	*last = count_off(&rx__fd_pool[i]);
+	*last = rx__fd_count_off(&rx__fd_pool[i]);
 	return &rx__fd_pool[i];
-}
-
-void rx__fd_free(struct rx_fd *e)
-{
-	/* No lock (ADR-547): the last number was unmapped under the lock,
-	 * so no share can reach the record, and only claim reads its count
-	 * now; release: what ending the call wrote is seen by the claim
-	 * that takes it next. */
-	atomic_store_explicit(&e->refs, 0, memory_order_release);
 }
 
 void rx__fdtable_lock_all(void)
@@ -460,26 +453,18 @@ static struct rx_fd *entry_of(int fd)
 	return e;
 }
 
+/* The end hook with errno preserved, for rx__fd_forget_mapped_by. */
+static void end_saving(int fd, struct rx_fd *e)
+{
+	int saved = errno;
+
+	end_hook(fd, e);
+	errno = saved;
+}
+
 void rx__fd_forget_mapped(int fd)
 {
-	uint32_t i;
-
-	/* entry_of and rx__fd_unmap in one (ADR-580): this is every close
-	 * of a guarded connection. */
-	if (rx__reentered() || !rx__owner()) {
-		rx__fd_doubt_raise(); /* as entry_of */
-		return;
-	}
-	rx__inside = 1;
-	i = atomic_exchange(&rx__fd_map[fd], 0);
-	if (i != 0 && count_off(&rx__fd_pool[i])) {
-		int saved = errno;
-
-		end_hook(fd, &rx__fd_pool[i]);
-		rx__fd_free(&rx__fd_pool[i]);
-		errno = saved;
-	}
-	rx__inside = 0;
+	rx__fd_forget_mapped_by(fd, end_saving);
 }
 
 void rx__fd_forget(int fd)

@@ -226,8 +226,7 @@ bool rx__fd_share(int fd, int newfd, uint64_t dev, uint64_t ino);
  */
 struct rx_fd *rx__fd_detach(int fd, const struct rx_fd *only, bool *last);
 
-/* rx__fd_free - @e, detached from its last number, is free again. */
-void rx__fd_free(struct rx_fd *e);
+/* The record's claim, publication, count-off and free, inline: fdlife.h. */
 
 /* rx__fdtable_lock_all / rx__fdtable_unlock_all - take or drop every
  * stripe, in index order (fork prepare and parent handlers). O(stripes). */

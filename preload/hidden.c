@@ -68,9 +68,12 @@ static void *_Atomic next_fclose, *_Atomic next_fcloseall,
 /* A number about to be closed inside libc: forgotten as close does. */
 static void closing(int fd)
 {
+	/* The mark first, as close does (ADR-631). */
+	if (fd >= 0 && (unsigned)fd < rx__fd_capacity_now())
+		rx__fd_mark_clear_closing(fd);
+	atomic_thread_fence(memory_order_seq_cst);
 	if (fd >= 0 && rx__fd_tracked(fd))
 		rx__fd_forget(fd);
-	rx__fd_mark_clear(fd);
 }
 
 RX_EXPORT int fclose(FILE *f)

@@ -14,6 +14,7 @@
 #ifndef RESILIX_PRELOAD_HOT_H
 #define RESILIX_PRELOAD_HOT_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -24,6 +25,14 @@ struct rx_hot {
 	ssize_t (*recv)(int, void *, size_t, int);
 	ssize_t (*readv)(int, const struct iovec *, int);
 	ssize_t (*writev)(int, const struct iovec *, int);
+	/* A new connection's calls (ADR-634): the same table, whose
+	 * starting points for connect and socket bind the lazy name at
+	 * their first call (rx__real_connect, rx__real_socket) and put what
+	 * they found in its place; close's is the system call until the
+	 * table is bound. */
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*socket)(int, int, int);
+	int (*close)(int);
 };
 
 extern struct rx_hot rx__hot __attribute__((visibility("hidden")));

@@ -243,6 +243,8 @@ static int init_once(void)
 	rx__metrics_setup(&rx__cfg, rx__admit_registry(),
 			  rx__admit_registry_lock(), rx__admit_guard_locks());
 	rx__admit_hooks(rx__log_enabled(RX_LOG_INFO) || rx__metrics_on);
+	rx__connect_fast_on =
+	    rx__ka_on && !rx__cfg.key_host && !rx__retry_on(); /* ADR-632 */
 	/* Hydrate before the first guarded call (ADR-170). */
 	rx__state_setup(&rx__cfg, rx__admit_registry(),
 			rx__admit_registry_lock(), rx__admit_guard_locks());

@@ -26,6 +26,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -87,9 +88,9 @@ static void spare_key_init(void)
 }
 
 /* slot_of_thread's first calls in a thread: claim a slot (-1 when none);
- * out of line, so that every later release is a load and a store with no
- * frame (ADR-583). */
-static __attribute__((noinline, cold)) int slot_claim(void)
+ * out of line (slot_claim), so that every later release is a load and a
+ * store with no frame (ADR-583). */
+static int slot_find(void)
 {
 	int s;
 
@@ -120,6 +121,16 @@ static __attribute__((noinline, cold)) int slot_claim(void)
 		return -1;
 	}
 	spare_slot = s + 1;
+	return s;
+}
+
+/* slot_find with errno preserved: a release on a close's path touches
+ * no errno (ADR-633), and pthread_once or pthread_setspecific might. */
+static __attribute__((noinline, cold)) int slot_claim(void)
+{
+	int saved = errno, s = slot_find();
+
+	errno = saved;
 	return s;
 }
 

@@ -102,4 +102,24 @@ static inline void rx__key_kept_take(void)
 			      memory_order_relaxed);
 }
 
+/* rx__key_release_inline - rx__key_release (admit.h) with its common
+ * case inline: this thread's slot is claimed and empty, and keeps @g
+ * (ADR-583, ADR-633); anything else is rx__key_release's. Only with
+ * rx__inside set, as rx__key_kept. */
+void rx__key_release(struct rx_guard *g);
+
+static inline __attribute__((always_inline)) void
+rx__key_release_inline(struct rx_guard *g)
+{
+	int s = rx__keypin_slot - 1;
+
+	if (__builtin_expect(s >= 0, 1) &&
+	    !atomic_load_explicit(&rx__keypin_spare[s], memory_order_relaxed)) {
+		atomic_store_explicit(&rx__keypin_spare[s], g,
+				      memory_order_relaxed);
+		return;
+	}
+	rx__key_release(g);
+}
+
 #endif

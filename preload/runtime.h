@@ -117,7 +117,7 @@ static inline const struct rx_config *rx__config(void)
  */
 #define RX_CLOCK_OFFSET_NS (UINT64_C(1) << 62)
 
-static inline uint64_t rx__now_ns(void)
+static inline __attribute__((always_inline)) uint64_t rx__now_ns(void)
 {
 	struct timespec ts;
 

@@ -54,6 +54,7 @@
 #include "call.h"
 #include "fdmark.h"
 #include "fdtable.h"
+#include "hot.h"
 #include "init.h"
 #include "log.h"
 #include "retry.h"
@@ -67,14 +68,16 @@ int __fcntl(int fd, int cmd, ...);
 
 /* @fd is closed or replaced, or the kernel just handed it out: its state
  * (stale in the second case) and its mark go. One bounds check and two
- * loads for a number the table does not know (ADR-582). */
+ * loads for a number the table does not know (ADR-582). The mark first:
+ * a connect that publishes its record as it returns then either sees it
+ * gone or has its record seen here (ADR-631). */
 static inline __attribute__((always_inline)) void forget_number(int fd)
 {
 	if ((unsigned)fd < rx__fd_capacity_now()) {
+		rx__fd_mark_clear_closing(fd);
 		if (atomic_load_explicit(&rx__fd_map[fd],
-					 memory_order_relaxed) != 0)
-			rx__fd_forget_mapped(fd);
-		rx__fd_mark_clear_at(fd);
+					 memory_order_seq_cst) != 0)
+			rx__call_forget_mapped(fd);
 	}
 }
 
@@ -114,6 +117,10 @@ static int do_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 RX_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+	int rc = rx__connect_fast(fd, RX_CSA(addr), len); /* ADR-632 */
+
+	if (__builtin_expect(rc != RX_CONNECT_GENERAL, 1))
+		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
 
@@ -125,6 +132,10 @@ extern __typeof(connect) rx__connect_self
 
 RX_EXPORT int __connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+	int rc = rx__connect_fast(fd, RX_CSA(addr), len); /* ADR-632 */
+
+	if (__builtin_expect(rc != RX_CONNECT_GENERAL, 1))
+		return rc;
 	return do_connect(fd, RX_CSA(addr), len);
 }
 
@@ -149,7 +160,7 @@ RX_EXPORT int close(int fd)
 {
 	forget_number(fd);
 	rx__log_fd_lost(fd);
-	return rx__real_close(fd);
+	return RX_HOT(close)(fd); /* ADR-634 */
 }
 
 RX_EXPORT int __close(int fd)
@@ -234,14 +245,14 @@ RX_EXPORT int socket(int domain, int type, int protocol)
 		 ? RX_MARK_STREAM
 		 : RX_MARK_OTHER) |
 	    (type & SOCK_NONBLOCK ? RX_MARK_NONBLOCK : 0);
-	int fd = rx__real_socket(domain, type, protocol);
+	int fd = RX_HOT(socket)(domain, type, protocol); /* ADR-634 */
 
 	/* The mark overwrites whatever mark the number had; stale state
 	 * goes as for any new number (ADR-582). */
 	if ((unsigned)fd < rx__fd_capacity_now()) {
 		if (atomic_load_explicit(&rx__fd_map[fd],
 					 memory_order_relaxed) != 0)
-			rx__fd_forget_mapped(fd);
+			rx__call_forget_mapped(fd);
 		rx__fd_mark_set_at(fd, kind);
 	}
 	return fd;

@@ -381,8 +381,15 @@ static ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt)
 	return SYS(SYS_writev, fd, iov, iovcnt);
 }
 
-struct rx_hot rx__hot = {sys_read, sys_write, sys_send,
-			 sys_recv, sys_readv, sys_writev};
+/* The hot table's starting points for connect, socket and close (hot.h,
+ * ADR-634): the real function, once bound, takes their place. */
+static int hot_connect(int fd, const struct sockaddr *sa, socklen_t len);
+static int hot_socket(int domain, int type, int protocol);
+static int close_slow(int fd);
+
+struct rx_hot rx__hot = {sys_read,    sys_write,  sys_send,
+			 sys_recv,    sys_readv,  sys_writev,
+			 hot_connect, hot_socket, close_slow};
 
 /* Swap the real functions into the hot table (bind_slow, once). */
 static void publish_hot(void)
@@ -396,6 +403,7 @@ static void publish_hot(void)
 	PUT(recv);
 	PUT(readv);
 	PUT(writev);
+	PUT(close);
 #undef PUT
 }
 
@@ -406,6 +414,17 @@ int rx__real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (f)
 		return f(fd, sa, len);
 	return (int)SYS(SYS_connect, fd, sa, len);
+}
+
+static int hot_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	connect_fn f = lazy_connect();
+
+	if (!f)
+		return (int)SYS(SYS_connect, fd, sa, len);
+	/* Bound (a binding is never undone): the real one from now on. */
+	__atomic_store_n(&rx__hot.connect, f, __ATOMIC_RELEASE);
+	return f(fd, sa, len);
 }
 
 int rx__real_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
@@ -429,6 +448,16 @@ int rx__real_close(int fd)
 	if (FAST(close))
 		return real.close(fd);
 	return close_slow(fd);
+}
+
+static int hot_socket(int domain, int type, int protocol)
+{
+	socket_fn f = lazy_socket();
+
+	if (!f)
+		return (int)SYS(SYS_socket, domain, type, protocol);
+	__atomic_store_n(&rx__hot.socket, f, __ATOMIC_RELEASE);
+	return f(domain, type, protocol);
 }
 
 int rx__real_socket(int domain, int type, int protocol)

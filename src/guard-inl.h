@@ -47,8 +47,8 @@ static inline bool rx__guard_admit_tickets(struct rx_guard *g, uint64_t now_ns,
 /* rx_guard_admit_fast at @now_ns for a guard without shares, inline:
  * the same answer and writes; false, nothing changed, with shares too (the
  * caller asks rx_guard_admit_fast, whose shares need the context). */
-static inline bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
-					struct rx_gate_permit *permit)
+static RX__INLINE bool rx__guard_admit_fast(struct rx_guard *g, uint64_t now_ns,
+					    struct rx_gate_permit *permit)
 {
 	if (RX__UNLIKELY(g->shares_on) ||
 	    !rx__guard_admit_tickets(g, now_ns, permit))
