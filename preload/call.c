@@ -40,6 +40,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "addr_permit.h"
 #include "admit.h"
@@ -226,11 +227,33 @@ static void fail_errno(struct rx_op *op, int err)
 	    phase == RX_PHASE_IO && (err == ECONNRESET || err == EPIPE));
 }
 
+/* Has @fd a socket timeout (SO_RCVTIMEO or SO_SNDTIMEO) set? */
+static bool has_socket_timeout(int fd)
+{
+	static const int names[2] = {SO_RCVTIMEO, SO_SNDTIMEO};
+	struct timeval tv;
+	socklen_t len;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		len = sizeof(tv);
+		if (rx__real_getsockopt(fd, SOL_SOCKET, names[i], &tv, &len) ==
+			0 &&
+		    (tv.tv_sec != 0 || tv.tv_usec != 0))
+			return true;
+	}
+	return false;
+}
+
 /* SO_RCVTIMEO/SO_SNDTIMEO ran out on a blocking socket: a timeout if the
- * program gives the call up now, nothing if it goes on (ADR-572). */
+ * program gives the call up now, nothing if it goes on (ADR-572). A TLS
+ * library's "would block" on plaintext is that only when the socket has
+ * such a timeout: GnuTLS answers GNUTLS_E_AGAIN on a blocking socket after
+ * a post-handshake message it read without data (ADR-643). */
 static void maybe_timeout(struct rx_op *op)
 {
-	if (!op->dontwait && rx__fd_blocking(op->fd))
+	if (!op->dontwait && rx__fd_blocking(op->fd) &&
+	    (!op->plain || has_socket_timeout(op->fd)))
 		atomic_fetch_or_explicit(&op->e->awaiting, RX_AWAIT_EXPIRED,
 					 memory_order_relaxed);
 }

@@ -202,14 +202,6 @@ rx__read_begin_rec(struct rx_op *op, int fd, struct rx_fd *e,
 		return RX_OP_PASS;
 	rx__inside = 1;
 	op->cipher = rx__tls_cipher(fd, e);
-	/* The program waits for the answer (ADR-193); a read that then runs
-	 * out of its SO_RCVTIMEO adds RX_AWAIT_EXPIRED (ADR-572). Of a TLS
-	 * record's ciphertext, only a handshake's reads wait: the others are
-	 * the library's, for a plaintext read the TLS layer marks itself, or
-	 * for one it cannot see (a BIO_f_ssl), which waits for nothing the
-	 * shim knows of (ADR-642). */
-	if (!op->cipher || rx__tls_mode != RX_TLS_NONE)
-		atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
 	op->fd = fd;
 	op->e = e;
 	op->len = len;
@@ -217,6 +209,16 @@ rx__read_begin_rec(struct rx_op *op, int fd, struct rx_fd *e,
 	op->again = false;
 	op->peek = (flags & MSG_PEEK) != 0;
 	op->dontwait = (flags & MSG_DONTWAIT) != 0;
+	/* The program waits for the answer (ADR-193); a read that then runs
+	 * out of its SO_RCVTIMEO adds RX_AWAIT_EXPIRED (ADR-572). Of a TLS
+	 * record's ciphertext, only a handshake's reads wait: the others are
+	 * the library's, for a plaintext read the TLS layer marks itself, or
+	 * for one it cannot see (a BIO_f_ssl), which waits for nothing the
+	 * shim knows of, and whose EAGAIN is no timeout (ADR-642). */
+	if (!op->cipher || rx__tls_mode != RX_TLS_NONE)
+		atomic_store_explicit(&e->awaiting, 1, memory_order_relaxed);
+	else
+		op->dontwait = true;
 	op->plain = rx__tls_mode == RX_TLS_PLAIN;
 	op->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
 	return RX_OP_TRACK;

@@ -490,6 +490,19 @@ void rx__fd_end(int fd)
 	errno = saved;
 }
 
+void rx__fd_end_unsent(int fd)
+{
+	struct rx_fd *e = entry_of(fd);
+	enum rx_fd_phase ph;
+
+	if (!e)
+		return;
+	ph = rx__fd_phase(e);
+	if ((ph == RX_FD_CONNECTING || ph == RX_FD_WAITING) &&
+	    !atomic_load_explicit(&e->wrote, memory_order_relaxed))
+		rx__fd_end(fd);
+}
+
 void rx__fd_dup(int fd, int newfd)
 {
 	uint64_t dev, ino;

@@ -328,6 +328,16 @@ void rx__fd_forget_mapped(int fd);
 void rx__fd_end(int fd);
 
 /*
+ * rx__fd_end_unsent - the program ended @fd's connection for writing
+ * (shutdown SHUT_WR, a TLS close_notify) before it wrote a request: no
+ * answer can come, so the call is ended as rx__fd_end ends it, and the
+ * peer's EOF that follows is not taken for the upstream's failure
+ * (ADR-643). A call whose request began goes on: "send, SHUT_WR, read" is
+ * how some clients mark a request's end. Preserves errno. O(1).
+ */
+void rx__fd_end_unsent(int fd);
+
+/*
  * rx__fd_dup - @newfd was just made a duplicate of @fd (dup, dup2, dup3,
  * fcntl F_DUPFD[_CLOEXEC] succeeded): drop @newfd's stale state and, when
  * @fd is tracked, let @newfd share its record (ADR-213), so a request

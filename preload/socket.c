@@ -231,6 +231,8 @@ RX_EXPORT int shutdown(int fd, int how)
 {
 	if ((how == SHUT_RD || how == SHUT_RDWR) && rx__fd_tracked(fd))
 		rx__fd_end(fd);
+	else if (how == SHUT_WR && rx__fd_tracked(fd))
+		rx__fd_end_unsent(fd); /* ADR-643 */
 	return rx__real_shutdown(fd, how);
 }
 

@@ -444,6 +444,14 @@ static void watched(struct rx_tls_call *c, ssize_t n, int err)
 		plain_end(c, n, err);
 }
 
+void rx__tls_bye(void *s)
+{
+	int fd = s ? lookup(s) : FD_NONE;
+
+	if (fd >= 0 && tracked(fd))
+		rx__fd_end_unsent(fd);
+}
+
 void rx__tls_end(struct rx_tls_call *c, ssize_t n, int err)
 {
 	int saved = errno;

@@ -100,6 +100,11 @@ enum rx_tls_step rx__tls_handshake(struct rx_tls_call *c, void *session,
 #define RX_TLS_ANSWERED (-1)
 void rx__tls_end(struct rx_tls_call *c, ssize_t n, int err);
 
+/* rx__tls_bye - the program ends @session (SSL_shutdown, gnutls_bye: its
+ * close_notify): a call on its socket that sent no plaintext request is
+ * ended (fdtable.h, rx__fd_end_unsent; ADR-643). O(1). */
+void rx__tls_bye(void *session);
+
 /* rx__tls_forget - @session is freed or reset (SSL_free, SSL_clear,
  * gnutls_deinit): forget its tie. O(1) but for tombstones. */
 void rx__tls_forget(void *session);

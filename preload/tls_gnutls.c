@@ -282,6 +282,8 @@ RX_EXPORT int gnutls_bye(void *s, int how)
 		errno = ENOSYS;
 		return GNUTLS_E_PUSH_ERROR;
 	}
+	if (!rx__reentered())
+		rx__tls_bye(s); /* ADR-643 */
 	inside = rx__inside;
 	rx__inside = 1;
 	rc = real.bye(s, how);

@@ -416,6 +416,8 @@ RX_EXPORT int SSL_shutdown(void *s)
 		errno = ENOSYS;
 		return -1;
 	}
+	if (!rx__reentered())
+		rx__tls_bye(s); /* ADR-643 */
 	inside = rx__inside;
 	rx__inside = 1;
 	ret = real.shutdown(s);

@@ -6,7 +6,7 @@
  * Usage: tls_client --port P [--requests N] [--new] [--path PATH]
  *                   [--sni NAME] [--implicit] [--pause-ms MS]
  *                   [--entry-points] [--tls12] [--bio] [--hold-ms MS]
- *                   [--idle-ms MS]
+ *                   [--idle-ms MS] [--bye]
  *
  *   --new          a new connection per request (default: keep-alive)
  *   --sni NAME     set the SNI host name (and the Host header)
@@ -22,6 +22,9 @@
  *   --idle-ms MS   no request: each connection is made, its handshake
  *                  done, left unused for MS, then closed ("I idle"); an
  *                  idle pooled connection
+ *   --bye          with --idle-ms: end each session with SSL_shutdown (its
+ *                  close_notify) and read until the server's EOF, then
+ *                  close: a TLS check that sends no request
  *   --entry-points one request through every interposed entry point
  *                  (SSL_write_ex, SSL_peek, SSL_peek_ex, SSL_read,
  *                  SSL_read_ex, SSL_get_error, SSL_shutdown, SSL_clear,
@@ -302,7 +305,7 @@ int main(int argc, char **argv)
 {
 	const char *path = "/", *sni = NULL;
 	int port = 0, requests = 1, fresh = 0, implicit = 0, pause_ms = 0;
-	int entry = 0, tls12 = 0, hold_ms = 0, idle_ms = -1, i;
+	int entry = 0, tls12 = 0, hold_ms = 0, idle_ms = -1, bye = 0, i;
 	struct conn c = {-1, NULL};
 	SSL_CTX *ctx;
 
@@ -331,6 +334,8 @@ int main(int argc, char **argv)
 			hold_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--idle-ms") && i + 1 < argc)
 			idle_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--bye"))
+			bye = 1;
 		else {
 			fprintf(stderr, "tls_client: bad argument %s\n",
 				argv[i]);
@@ -366,7 +371,14 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (idle_ms >= 0) {
+			char b[256];
+
 			sleep_ms(idle_ms);
+			if (bye) {
+				SSL_shutdown(c.ssl);
+				while (SSL_read(c.ssl, b, sizeof(b)) > 0)
+					;
+			}
 			printf("%d idle\n", i);
 			close_conn(&c);
 			continue;
