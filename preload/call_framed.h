@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "call.h"
+#include "deadline.h"
 #include "fdtable.h"
 #include "protocols.h"
 #include "symbols.h"
@@ -71,6 +72,7 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
 	struct rx_lock *l = rx__fd_lock(e);
 	enum rx_fd_phase ph;
+	bool disarm = false;
 
 	if (op->iovcnt < 0)
 		return w; /* not kept: not this module's bytes */
@@ -83,8 +85,13 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 		if (w == RX_PROTO_WROTE_UNFRAMED && ph == RX_FD_IDLE)
 			atomic_store_explicit(&e->phase, RX_FD_DONE,
 					      memory_order_release);
+		/* A command that waits on purpose has no deadline (ADR-650). */
+		disarm = e->dl_seq != 0 && ph != RX_FD_IDLE &&
+			 rx__proto_untimed(&e->proto);
 	}
 	rx__unlock(l);
+	if (disarm)
+		rx__deadline_disarm(e->guard, e, &e->dl_seq);
 	return w;
 }
 

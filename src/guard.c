@@ -566,7 +566,7 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	 * zeroed struct). */
 	uint64_t slow_us = g->breaker.slow_call_us;
 	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
-	    obs->latency_us >= slow_us)
+	    obs->latency_us >= slow_us && obs->latency_us != RX_LATENCY_NONE)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
 	g->steady = rx__guard_steady(g); /* ADR-587 */
 }

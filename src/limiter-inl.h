@@ -150,6 +150,9 @@ static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 		rx__limiter_drop(l, ticket, now);
 		return;
 	}
+	/* A wait on purpose is no latency sample (ADR-650). */
+	if (RX__UNLIKELY(obs->latency_us == RX_LATENCY_NONE))
+		return;
 
 	/* A probe measures only the calls it admitted within its slots: the
 	 * others saw the queue it is draining, or (learning, a caller that

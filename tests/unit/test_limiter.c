@@ -700,6 +700,36 @@ static enum rx_decision poll(struct rx_limiter *l, uint64_t w,
 	return d;
 }
 
+/* A call that waited on purpose (RX_LATENCY_NONE, ADR-650) releases
+ * its slot and takes no latency sample; its overload is still a drop. */
+static void test_untimed_no_sample(void)
+{
+	struct rx_limiter_config c = config_of(RX_LIMITER_VEGAS);
+	struct rx_limiter_stats st;
+	struct rx_limiter l;
+	struct rx_rng rng;
+	struct rx_ticket t;
+	uint64_t now = 1000000;
+	int i;
+
+	rx_rng_seed(&rng, 7);
+	init_limiter(&l, &c);
+	for (i = 0; i < 50; i++) {
+		now += 1000000;
+		CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &t), RX_ADMIT);
+		settle(&l, &t, RX_SUCCESS, RX_LATENCY_NONE, now);
+	}
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT_EQUAL(st.in_flight, 0);
+	CU_ASSERT_EQUAL(st.window_samples, 0);
+	CU_ASSERT_EQUAL(st.updates, 0);
+	CU_ASSERT_EQUAL(st.limit, c.initial_limit);
+	CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &t), RX_ADMIT);
+	settle(&l, &t, RX_OVERLOAD, RX_LATENCY_NONE, now);
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT_EQUAL(st.drops, 1);
+}
+
 static void test_waiters_served_in_arrival_order(void)
 {
 	struct rx_ticket in[4], t;
@@ -1886,6 +1916,7 @@ static void test_sim_bimodal_error_recovers(void)
 }
 
 static const struct rx_test tests[] = {
+    {"a wait on purpose takes no sample", test_untimed_no_sample},
     {"learning admits the first burst", test_learning_admits_first_burst},
     {"learning: a maximum caps when set",
      test_learning_max_caps_only_when_set},
