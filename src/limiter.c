@@ -567,6 +567,9 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
 
 /* Windows in a row with queueing evidence that end the learning period. */
 #define EVIDENCE_WINDOWS 2
+/* Windows in a row without a drop or queueing evidence that end a binding
+ * the drops began, whether or not callers were held back (ADR-651). */
+#define CALM_WINDOWS 2
 
 /*
  * The learning period, window by window (ADR-210, ADR-380). While
@@ -576,17 +579,28 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
  * queueing evidence in a row end the period; a drop ends it at once
  * (rx__limiter_drop). Bound, a window in which nobody waited or was
  * refused, with no drop and no evidence, starts it again: the limit binds
- * nothing, and nothing says the upstream still queues. Returns the limit
- * to bound.
+ * nothing, and nothing says the upstream still queues. So do CALM_WINDOWS
+ * such windows in a row, callers held back or not, when drops ended the
+ * period and no window since showed a queue: the overload is over, and
+ * callers that cannot wait, refused in every window, would otherwise keep
+ * the limit bound on latency their own host adds (ADR-651). Returns the
+ * limit to bound.
  */
 static double learn(struct rx_limiter *l, double rtt, double next)
 {
 	bool evidence = queue_evidence(l, rtt);
 
 	if (!l->learning) {
-		if (l->cfg.learn_first && !l->window_bound &&
-		    !l->window_drop && !evidence) {
+		if (l->cfg.learn_first && !l->window_drop && !evidence &&
+		    (!l->window_bound ||
+		     (l->drop_bound &&
+		      ++l->evidence_windows >= CALM_WINDOWS))) {
 			l->learning = true;
+			l->evidence_windows = 0;
+			l->drop_bound = false;
+		} else if (evidence || l->window_drop) {
+			/* A queue shows: bound by latency from now on. */
+			l->drop_bound = l->drop_bound && !evidence;
 			l->evidence_windows = 0;
 		}
 		return next;
@@ -764,6 +778,7 @@ RX__NOINLINE void rx__limiter_relax(struct rx_limiter *l)
 	if (l->cfg.learn_first) {
 		l->learning = true;
 		l->evidence_windows = 0;
+		l->drop_bound = false;
 	}
 	window_reset(l);
 }
@@ -799,6 +814,8 @@ RX__NOINLINE void rx__limiter_drop(struct rx_limiter *l,
 		    l->window.count + l->prev_samples + l->window_drops)
 			return;
 		l->learning = false; /* overload is evidence enough */
+		l->drop_bound = true;
+		l->evidence_windows = 0;
 	}
 	l->window_drop = true;
 	if (ticket->generation == l->drop_epoch) {
