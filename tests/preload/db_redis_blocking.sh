@@ -69,7 +69,8 @@ rx_assert_eq "plain XREAD: an ordinary call" 1 \
 	"$(grep -c 'event=settle verdict=success .* at=first-byte' "$err")"
 
 # --- one process, two connections: the other's admissions sweep ----------
-cat >"$RX_TMP/two.py" <<'PYEOF'
+if rx_usable python3; then
+	cat >"$RX_TMP/two.py" <<'PYEOF'
 import socket, sys, threading, time
 port = int(sys.argv[1])
 def conn():
@@ -99,16 +100,19 @@ print(cmd(b, b"LPUSH", b"q2", b"job"))
 t.join()
 print(out["first"], out["second"])
 PYEOF
-m=$RX_TMP/two.prom err=$RX_TMP/two.err
-rx_dump_on_fail "$err" "$RX_TMP/two.out"
-rx_shim RESILIX_LOG=debug RESILIX_TIMEOUT_MS=300 RESILIX_METRICS_FILE="$m" \
-	python3 "$RX_TMP/two.py" "$RX_REDIS_PORT" >"$RX_TMP/two.out" 2>"$err"
-rx_assert_eq "two connections: what the program saw" ":1
-*-1 *2" "$(cat "$RX_TMP/two.out")"
-rx_assert_eq "two connections: timeouts" 0 "$(counts "$m" | cut -d' ' -f2)"
-rx_assert_eq "two connections: the BLPOPs settled as waits" 2 \
-	"$(grep -c 'event=settle verdict=success .* at=blocking' "$err")"
-rx_assert_eq "two connections: transitions" "" "$(rx_transitions "$err")"
+	m=$RX_TMP/two.prom err=$RX_TMP/two.err
+	rx_dump_on_fail "$err" "$RX_TMP/two.out"
+	rx_shim RESILIX_LOG=debug RESILIX_TIMEOUT_MS=300 RESILIX_METRICS_FILE="$m" \
+		python3 "$RX_TMP/two.py" "$RX_REDIS_PORT" >"$RX_TMP/two.out" 2>"$err"
+	rx_assert_eq "two connections: what the program saw" ":1 *-1 *2" \
+		"$(tr '\n' ' ' <"$RX_TMP/two.out" | sed 's/ $//')"
+	rx_assert_eq "two connections: timeouts" 0 "$(counts "$m" | cut -d' ' -f2)"
+	rx_assert_eq "two connections: the BLPOPs settled as waits" 2 \
+		"$(grep -c 'event=settle verdict=success .* at=blocking' "$err")"
+	rx_assert_eq "two connections: transitions" "" "$(rx_transitions "$err")"
+else
+	rx_log "NOTE: python3 cannot run in this build: its part is skipped"
+fi
 
 # --- a command slow without asking still is slow ---------------------------
 err=$RX_TMP/slow.err
