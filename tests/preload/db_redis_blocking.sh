@@ -110,6 +110,48 @@ PYEOF
 	rx_assert_eq "two connections: the BLPOPs settled as waits" 2 \
 		"$(grep -c 'event=settle verdict=success .* at=blocking' "$err")"
 	rx_assert_eq "two connections: transitions" "" "$(rx_transitions "$err")"
+
+	# 20 consumers blocked in BLPOP and a writer on its own connection,
+	# one process: the learning period's probe held admission to half
+	# the concurrency it had seen, fewer slots than the waiting
+	# consumers hold, got no sample and never ended; the writer waited
+	# out its queue timeout and was refused, SET after SET (ADR-653).
+	cat >"$RX_TMP/crowd.py" <<'PYEOF'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def resp(*args):
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+stop = time.monotonic() + 3
+def consumer():
+    s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
+    while time.monotonic() < stop:
+        s.sendall(resp(b"BLPOP", b"crowdq", b"1")); f.readline()
+threads = [threading.Thread(target=consumer) for _ in range(20)]
+for t in threads:
+    t.start()
+ok = failed = 0
+while time.monotonic() < stop:
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
+        while time.monotonic() < stop:
+            s.sendall(resp(b"SET", b"k", b"v"))
+            if f.readline() != b"+OK\r\n":
+                raise OSError("no reply")
+            ok += 1
+    except OSError:
+        failed += 1
+for t in threads:
+    t.join()
+print("failed", failed, "many", 1 if ok > 1000 else 0)
+PYEOF
+	err=$RX_TMP/crowd.err
+	rx_dump_on_fail "$err"
+	rx_shim RESILIX_LOG=debug python3 "$RX_TMP/crowd.py" "$RX_REDIS_PORT" \
+		>"$RX_TMP/crowd.out" 2>"$err"
+	rx_assert_eq "BLPOP crowd and a writer: what the writer saw" \
+		"failed 0 many 1" "$(cat "$RX_TMP/crowd.out")"
+	rx_assert_eq "BLPOP crowd and a writer: refusals" 0 \
+		"$(grep -c 'event=refused' "$err")"
 else
 	rx_log "NOTE: python3 cannot run in this build: its part is skipped"
 fi

@@ -779,6 +779,74 @@ static void test_nonblocking_recovery_after_overload(void)
 	CU_ASSERT(st.limit >= 50 || in_flight == 50);
 }
 
+/*
+ * A probe that the calls in flight will not let drain (ADR-653): 20 calls
+ * that stay in flight (consumers blocked in BLPOP) and one caller that can
+ * wait, making 1 ms calls one after another. The learning period's probe
+ * holds admission to half the concurrency it measured, fewer slots than
+ * the long calls hold, so it got no sample, never ended, and the caller
+ * waited in the queue for good (its queue timeout refused it each time).
+ * The probe must end within a few windows, and the caller's waits stay
+ * short.
+ */
+static void test_probe_stalled_by_long_calls(void)
+{
+	struct rx_limiter_config c = config_of(RX_LIMITER_VEGAS);
+	struct rx_limiter_stats st;
+	struct rx_limiter l;
+	struct rx_rng rng;
+	struct rx_ticket longc[20], t;
+	struct rx_refusal why;
+	uint64_t now = RX_NS_PER_MS, wt = 0, since = 0, longest = 0;
+	uint64_t end = now + 10 * 1000 * RX_NS_PER_MS, done_at = 0;
+	int i, state = 0; /* 0 idle, 1 in flight, 2 queued */
+	uint64_t calls = 0;
+
+	c.learn_first = true;
+	rx_rng_seed(&rng, 5);
+	init_limiter(&l, &c);
+	for (i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &longc[i]),
+				      RX_ADMIT);
+	for (; now < end; now += RX_NS_PER_MS / 4) {
+		if (state == 1 && now >= done_at) {
+			settle(&l, &t, RX_SUCCESS, 1000, now);
+			state = 0;
+			calls++;
+		}
+		if (state == 0) {
+			enum rx_decision d = admit(&l, now, true, &rng, &t);
+
+			if (d == RX_ADMIT) {
+				state = 1;
+				done_at = now + RX_NS_PER_MS;
+			} else if (d == RX_QUEUE &&
+				   rx_limiter_enqueue(&l, now, &wt) == RX_OK) {
+				state = 2;
+				since = now;
+			}
+		} else if (state == 2) {
+			enum rx_decision d =
+			    rx_limiter_try_dequeue(&l, wt, now, &t, &why);
+
+			if (now - since > longest)
+				longest = now - since;
+			if (d == RX_ADMIT) {
+				state = 1;
+				done_at = now + RX_NS_PER_MS;
+			} else if (d == RX_REFUSE) {
+				state = 0;
+			}
+		}
+	}
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT(st.probes >= 1);
+	CU_ASSERT(longest < 500 * RX_NS_PER_MS);
+	CU_ASSERT(calls > 5000);
+	for (i = 0; i < 20; i++)
+		settle(&l, &longc[i], RX_SUCCESS, 10000000, now);
+}
+
 /* A call that waited on purpose (RX_LATENCY_NONE, ADR-650) releases
  * its slot and takes no latency sample; its overload is still a drop. */
 static void test_untimed_no_sample(void)
@@ -1998,6 +2066,7 @@ static const struct rx_test tests[] = {
     {"a wait on purpose takes no sample", test_untimed_no_sample},
     {"non-blocking callers: recovery after an overload",
      test_nonblocking_recovery_after_overload},
+    {"a probe stalled by long calls ends", test_probe_stalled_by_long_calls},
     {"learning admits the first burst", test_learning_admits_first_burst},
     {"learning: a maximum caps when set",
      test_learning_max_caps_only_when_set},
