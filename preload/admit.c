@@ -714,7 +714,8 @@ static bool limit_changed(struct rx_guard *g, uint64_t now,
 static __attribute__((noinline)) void
 settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	      enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
-	      uint64_t now, const char *at, const void *owner, uint16_t seq)
+	      uint64_t now, const char *at, const void *owner, uint16_t seq,
+	      bool untimed)
 {
 	unsigned timed_out = 0;
 	uint32_t slot = rx_registry_index(registry, g);
@@ -725,10 +726,11 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	bool log_limit;
 	struct watch w;
 	struct rx_shm_mark m = {false, 0, 0, 0, 0, 0, NULL};
+	uint64_t measured_us =
+	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
 
 	obs.verdict = v;
-	obs.latency_us =
-	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	obs.latency_us = untimed ? RX_LATENCY_NONE : measured_us;
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
@@ -760,7 +762,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 			"key=%s event=settle verdict=%s latency_us=%llu "
 			"at=%s",
 			key_of(g), rx_verdict_name(v),
-			(unsigned long long)obs.latency_us, at);
+			(unsigned long long)measured_us, at);
 	rx__watch_log(&w, key_of(g));
 	if (log_limit)
 		rx__log_limit_change(key_of(g), &ls);
@@ -778,7 +780,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 static inline __attribute__((always_inline)) void
 settle(struct rx_guard *g, const struct rx_gate_permit *permit,
        enum rx_verdict v, uint64_t start_ns, uint64_t end_ns, uint64_t now,
-       const char *at, const void *owner, uint16_t seq)
+       const char *at, const void *owner, uint16_t seq, bool untimed)
 {
 	struct rx_observation obs;
 	struct rx_lock *l;
@@ -789,7 +791,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	 * the hooked path's (ADR-382), and seq is 0 without them. */
 	if (hooks_on) {
 		settle_hooked(g, permit, v, start_ns, end_ns, now, at, owner,
-			      seq);
+			      seq, untimed);
 		return;
 	}
 	(void)owner;
@@ -797,7 +799,8 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	l = guard_lock(g);
 	obs.verdict = v;
 	obs.latency_us =
-	    end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
+	    untimed ? RX_LATENCY_NONE
+		    : end_ns > start_ns ? (end_ns - start_ns) / RX_NS_PER_US : 0;
 	obs.now_ns = now;
 	rx__state_touched(); /* this process has something to save */
 	rx__lock(l);
@@ -817,7 +820,7 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 		    enum rx_verdict v, uint64_t start_ns, uint64_t end_ns,
 		    uint64_t now, const char *at)
 {
-	settle(g, permit, v, start_ns, end_ns, now, at, NULL, 0);
+	settle(g, permit, v, start_ns, end_ns, now, at, NULL, 0, false);
 }
 
 void rx__key_wake(struct rx_guard *g)
@@ -828,9 +831,10 @@ void rx__key_wake(struct rx_guard *g)
 void rx__key_settle_call(struct rx_guard *g,
 			 const struct rx_gate_permit *permit, enum rx_verdict v,
 			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
-			 const char *at, const void *owner, uint16_t seq)
+			 const char *at, const void *owner, uint16_t seq,
+			 bool untimed)
 {
-	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq);
+	settle(g, permit, v, start_ns, end_ns, now, at, owner, seq, untimed);
 }
 
 /* ------------------------------------------------------------------------

@@ -181,12 +181,15 @@ void rx__key_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
  * rx__key_settle_call - rx__key_settle for the call rx__admit_call armed
  * as @seq for @owner (0: as rx__key_settle): when its deadline passed and it was
  * settled as a timeout already, this settles nothing - the answer is no
- * further evidence and nothing is released twice (ADR-382).
+ * further evidence and nothing is released twice (ADR-382). @untimed: the
+ * call waited on purpose, its duration is no latency (RX_LATENCY_NONE,
+ * ADR-650; the debug line still shows it).
  */
 void rx__key_settle_call(struct rx_guard *g,
 			 const struct rx_gate_permit *permit, enum rx_verdict v,
 			 uint64_t start_ns, uint64_t end_ns, uint64_t now,
-			 const char *at, const void *owner, uint16_t seq);
+			 const char *at, const void *owner, uint16_t seq,
+			 bool untimed);
 
 /* ---- the kept-alive cycle's fast path (keepalive.c, ADR-531) ---------- */
 

@@ -139,7 +139,7 @@ finish(struct ending *end, const struct verdicts *vs, uint64_t now)
 	addr_settle(&end->addr, vs->addr, end->end_ns, now, vs->at);
 	rx__key_settle_call(end->guard, &end->permit, vs->call, end->start_ns,
 			    end->end_ns, now, vs->at, end->owner,
-			    end->dl_seq);
+			    end->dl_seq, vs->untimed);
 }
 
 /*
@@ -277,7 +277,8 @@ static bool settle_overdue(struct rx_op *op)
 	now = rx__now_ns();
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
-	if (!same_call(op) || !rx__past_deadline(op->e->start_ns, now, &v)) {
+	if (!same_call(op) ||
+	    !rx__call_overdue(op->e, op->e->start_ns, now, &v)) {
 		rx__unlock(l);
 		return false;
 	}
@@ -790,7 +791,7 @@ static bool start_call(struct rx_op *op)
 	rx__unlock(l);
 	if (g) /* Another thread moved first: not ours. */
 		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
-				    "race", e, dl_seq);
+				    "race", e, dl_seq, false);
 	return true;
 }
 
@@ -973,7 +974,7 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 	rx__unlock(l);
 	if (!moved) {
 		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
-				    "race", e, dl_seq);
+				    "race", e, dl_seq, false);
 		rx__key_release(g);
 		return true;
 	}
@@ -984,7 +985,7 @@ bool rx__call_rekey(int fd, struct rx_fd *e, const char *key, size_t len)
 	rx__key_settle_call(end.guard, &end.permit,
 			    end.addr.guard ? RX_REJECTED : RX_SUCCESS,
 			    end.start_ns, now, now, "tls-name", end.owner,
-			    end.dl_seq);
+			    end.dl_seq, false);
 	rx__key_release(end.guard);
 	return true;
 }

@@ -11,7 +11,9 @@
 
 #include <sys/socket.h>
 
+#include "admit.h"
 #include "call.h"
+#include "deadline.h"
 #include "fdtable.h"
 #include "protocols.h"
 #include "symbols.h"
@@ -57,6 +59,30 @@ static inline bool rx__call_track_idle(struct rx_op *op, unsigned ph,
 }
 
 /*
+ * rx__key_release_limiter - give back now the limiter slot (and bucket
+ * share) that @permit, an unmarked copy of a call's permit, holds on @g:
+ * the call waits on purpose (ADR-654). Under @g's lock, with the shared
+ * segment's hold row kept; wakes the key's waiters. Holds no lock on
+ * entry. Preserves errno.
+ */
+static inline void rx__key_release_limiter(struct rx_guard *g,
+					   const struct rx_gate_permit *permit)
+{
+	struct rx_lock *l = rx__key_lock(g);
+	struct rx_shm_mark m;
+	uint32_t waiters;
+
+	rx__lock(l);
+	rx__shm_mark_begin(&m, g, rx__key_slot(l));
+	rx_guard_release_limiter(g, permit, rx__now_ns());
+	rx__shm_mark_end(&m, g);
+	waiters = rx_guard_waiters(g);
+	rx__unlock(l);
+	if (waiters > 0)
+		rx__key_wake(g);
+}
+
+/*
  * rx__call_wrote - the @n bytes @op sent, fed to a module that frames the
  * bytes written (ADR-408; caller: the write's end step, no lock held).
  * Returns what the module said. UNFRAMED on an answered connection stops
@@ -71,6 +97,9 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
 	struct rx_lock *l = rx__fd_lock(e);
 	enum rx_fd_phase ph;
+	bool disarm = false, release = false;
+	struct rx_gate_permit held;
+	struct rx_guard *g = NULL;
 
 	if (op->iovcnt < 0)
 		return w; /* not kept: not this module's bytes */
@@ -83,8 +112,23 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 		if (w == RX_PROTO_WROTE_UNFRAMED && ph == RX_FD_IDLE)
 			atomic_store_explicit(&e->phase, RX_FD_DONE,
 					      memory_order_release);
+		/* A command that waits on purpose has no deadline (ADR-650)
+		 * and holds no limiter slot while it waits (ADR-654). */
+		if (ph != RX_FD_IDLE && rx__proto_untimed(&e->proto)) {
+			disarm = e->dl_seq != 0;
+			g = e->guard;
+			if (g) {
+				rx__permit_copy(&held, &e->permit);
+				release = rx_guard_mark_limiter_released(
+				    g, &e->permit);
+			}
+		}
 	}
 	rx__unlock(l);
+	if (disarm)
+		rx__deadline_disarm(e->guard, e, &e->dl_seq);
+	if (release)
+		rx__key_release_limiter(g, &held);
 	return w;
 }
 

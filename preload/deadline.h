@@ -51,6 +51,16 @@ bool rx__deadline_claim(uint32_t slot, const void *owner, uint16_t seq);
 void rx__deadline_rearm(struct rx_guard *g, const void *owner,
 			uint16_t *seq, uint64_t now);
 
+/* rx__deadline_disarm - the call of @owner, armed as *@seq on @g, has no
+ * deadline after all: it waits on purpose (ADR-650). Its entry is taken
+ * out and *@seq becomes 0, so that the call settles at its own end as one
+ * that was never armed; an entry already gone (the deadline passed and the
+ * sweep settled the call) leaves *@seq as it is, and the call's end then
+ * settles nothing, as for any call the sweep settled. Takes @g's guard
+ * lock: call it holding no lock. */
+void rx__deadline_disarm(struct rx_guard *g, const void *owner,
+			 uint16_t *seq);
+
 /* rx__deadline_sweep - settle on @g as timeouts, at @now (ns), the calls
  * of slot @slot whose deadline has passed (at most 8), and drop entries
  * their calls settled themselves. Returns how many timed out. */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fdtable.h"
+#include "protocols.h"
 #include "runtime.h"
 #include "symbols.h"
 
@@ -65,6 +66,20 @@ static inline bool rx__past_deadline(uint64_t start, uint64_t t,
 		return true;
 	}
 	if (age <= CALL_BOUND_NS)
+		return false;
+	*v = RX_REJECTED;
+	return true;
+}
+
+/* rx__past_deadline for the call on @e: one that waits on purpose (a
+ * Redis BLPOP, ADR-650) has no deadline, only the bound past which it is
+ * released without evidence, as a long poll is. */
+static inline bool rx__call_overdue(const struct rx_fd *e, uint64_t start,
+				    uint64_t t, enum rx_verdict *v)
+{
+	if (!rx__proto_untimed(&e->proto))
+		return rx__past_deadline(start, t, v);
+	if ((t > start ? t - start : 0) <= CALL_BOUND_NS)
 		return false;
 	*v = RX_REJECTED;
 	return true;
@@ -172,6 +187,7 @@ struct verdicts {
 	enum rx_verdict addr; /* the connect's address, if it holds one */
 	const char *at;	      /* logged with the settlement */
 	bool stale;	      /* @fd holds another file now: forget it */
+	bool untimed;	      /* the call waited on purpose: no latency */
 };
 
 /*
@@ -187,6 +203,9 @@ struct verdicts {
  *     arrived before the request was written (ADR-364);
  *   - an answer after the deadline (RESILIX_TIMEOUT_MS) is a timeout, and
  *     one after CALL_BOUND_NS without a deadline no evidence (ADR-145);
+ *   - a call that waits on purpose (a Redis BLPOP) is judged by what
+ *     ended it, never by how long it took: no deadline, never slow, no
+ *     latency sample (out->untimed), abandonment no evidence (ADR-650);
  *   - abandonment is no evidence (ADR-007), unless the call had run past
  *     the slow threshold or its deadline while the program waited for it
  *     (ADR-193): then a timeout;
@@ -208,13 +227,18 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 	uint64_t slow_ns = rx__cfg.guard.breaker.slow_call_ms * RX_NS_PER_MS;
 	enum rx_verdict v = o->evidence;
 	bool connected = false, late, adverse = false;
+	bool untimed = rx__proto_untimed(&e->proto);
 
 	out->stale = false;
+	out->untimed = untimed;
+	if (__builtin_expect(untimed, 0))
+		slow_ns = 0; /* its wait is the program's wish */
 	switch (o->cause) {
 	case CAUSE_REPLY:
-		late = rx__past_deadline(start_ns, end_ns, &v);
+		late = !untimed && rx__past_deadline(start_ns, end_ns, &v);
 		out->at = late ? (v == RX_TIMEOUT ? "deadline" : "expired")
-			       : "first-byte";
+		      : untimed ? "blocking"
+				: "first-byte";
 		connected = true;
 		/* A reply queued before the request was written is not its
 		 * answer (ADR-364): no evidence, like an idle close. The
@@ -237,14 +261,14 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		adverse = rx__adverse(v, start_ns, end_ns);
 		break;
 	case CAUSE_OVERDUE:
-		(void)rx__past_deadline(start_ns, now, &v);
+		(void)rx__call_overdue(e, start_ns, now, &v);
 		out->at = v == RX_TIMEOUT ? "deadline" : "expired";
 		adverse = rx__adverse(v, start_ns, now);
 		break;
 	case CAUSE_CLOSE:
 	default:
 		late = slow_ns > 0 && now - start_ns >= slow_ns;
-		if (rx__cfg.timeout_ms > 0 &&
+		if (rx__cfg.timeout_ms > 0 && !untimed &&
 		    rx__past_deadline(start_ns, now, &v))
 			late = true;
 		/* Only a program that waited timed out: for its connect to

@@ -234,7 +234,7 @@ ssize_t rx__ka_send(enum rx_ka_how how, int fd, struct rx_fd *e,
 		/* Another thread moved first (start_call's race): not ours,
 		 * and the general steps look again. */
 		rx__key_settle_call(g, &permit, RX_REJECTED, now, now, now,
-				    "race", e, 0);
+				    "race", e, 0, false);
 		rx__inside = 0;
 		return send_general(how, fd, buf, len, flags);
 	}

@@ -298,7 +298,10 @@ void rx__metrics_observe(uint32_t index, const struct rx_guard *g,
 {
 	struct lat *l;
 
-	if (!rx__metrics_on || index >= max_keys || obs->verdict == RX_REJECTED)
+	/* A wait on purpose is no latency (ADR-650): the histogram is the
+	 * latency of the calls that have one. */
+	if (!rx__metrics_on || index >= max_keys ||
+	    obs->verdict == RX_REJECTED || obs->latency_us == RX_LATENCY_NONE)
 		return;
 	l = &lats[index];
 	/* The guard's count of such calls includes this one, so it is above

@@ -290,3 +290,10 @@ void rx__redis_next(struct rx_proto_state *st)
 {
 	redis_ops.resync(&slot(st)->m);
 }
+
+bool rx__redis_untimed(const struct rx_proto_state *st)
+{
+	const struct framed *f = rx__fd_proto_wide((struct rx_proto_state *)st);
+
+	return !f->stopped && rx__redis_blocking(&f->m.redis);
+}

@@ -82,4 +82,9 @@ void rx__redis_reply(struct rx_proto_state *st, const void *buf, size_t len,
 void rx__pg_next(struct rx_proto_state *st);
 void rx__redis_next(struct rx_proto_state *st);
 
+/* rx__redis_untimed - does the connection's current call wait on purpose
+ * (a blocking command, rx__redis_blocking; ADR-650)? Read without the
+ * lock: a byte the call's own writes set. O(1). */
+bool rx__redis_untimed(const struct rx_proto_state *st);
+
 #endif

@@ -148,9 +148,8 @@ enum rx_verdict rx__pg_sqlstate_verdict(const char *c)
 			return RX_TRANSIENT; /* connection exception */
 		break;
 	case '4':
-		/* Contention: the work could not be serialised (ADR-403). */
-		if (is_code(c, "40001") || is_code(c, "40P01"))
-			return RX_OVERLOAD;
+		/* Contention - 40001, 40P01 - is answered: the database's
+		 * concurrency control worked and the program retries (ADR-652). */
 		if (is_code(c, "40003"))
 			return RX_TRANSIENT; /* statement_completion_unknown */
 		break;
@@ -159,8 +158,6 @@ enum rx_verdict rx__pg_sqlstate_verdict(const char *c)
 			return RX_OVERLOAD; /* insufficient resources */
 		if (c[1] == '8')
 			return RX_TRANSIENT; /* system error */
-		if (is_code(c, "55P03"))
-			return RX_OVERLOAD; /* lock_not_available (ADR-403) */
 		if (is_code(c, "57014"))
 			return RX_TIMEOUT; /* query_canceled: statement_timeout
 					    */

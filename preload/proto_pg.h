@@ -120,18 +120,19 @@ void rx__pg_resync(struct rx_pg *s);
 
 /*
  * rx__pg_sqlstate_verdict - the verdict of an ErrorResponse's SQLSTATE
- * (ADR-402, ADR-403).
+ * (ADR-402, ADR-652).
  * @code: the five characters of the C field (not NUL-terminated; NULL
  *        gives TRANSIENT, as does a code that is not 5 of [0-9A-Z]).
  * TRANSIENT: class 08 connection exception, 57000 and 57P01-57P03
  * (operator intervention, admin/crash shutdown, cannot_connect_now),
  * class 58 system error, class XX internal error, class F0 configuration
  * file error, 40003 statement_completion_unknown. OVERLOAD: class 53
- * insufficient resources, 40001 serialization_failure, 40P01
- * deadlock_detected, 55P03 lock_not_available. TIMEOUT: 57014
- * query_canceled. ANSWERED: everything else - the server worked and the
- * caller was wrong (22, 23, 28, 3D, 42, P0, ...), including classes this
- * table does not know. Thread-safe, O(1).
+ * insufficient resources. TIMEOUT: 57014 query_canceled. ANSWERED:
+ * everything else - the server worked and the caller was wrong (22, 23,
+ * 28, 3D, 42, P0, ...) or lost a race the database refereed (40001
+ * serialization_failure, 40P01 deadlock_detected, 55P03
+ * lock_not_available: ADR-652), including classes this table does not
+ * know. Thread-safe, O(1).
  */
 enum rx_verdict rx__pg_sqlstate_verdict(const char *code);
 

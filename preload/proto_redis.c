@@ -44,8 +44,18 @@ enum {
 /* r->flags */
 enum { F_CALL = 1 << 0 };
 
+/* r->cmd: what the command that opened the call is (ADR-650). */
+enum {
+	CMD_NAME = 1 << 0,     /* its name is the next bulk (or inline word) */
+	CMD_XREAD = 1 << 1,    /* XREAD(GROUP): blocks when an argument is BLOCK */
+	CMD_BLOCKING = 1 << 2  /* it blocks by design: its wait is no latency */
+};
+
 /* Matcher tables. */
-enum { T_NONE = 0, T_ERRORS, T_PUSH };
+enum { T_NONE = 0, T_ERRORS, T_PUSH, T_CMDS, T_BLOCK };
+
+/* What a command name in T_CMDS says. */
+enum { BLOCKS = 1, BLOCKS_WITH_ARG };
 
 struct word {
 	const char *text;
@@ -81,8 +91,26 @@ static const struct word push_words[] = {
     WORD("punsubscribe", RX_SUCCESS), WORD("sunsubscribe", RX_SUCCESS),
 };
 
+/* Commands that block on purpose until data comes or their own timeout
+ * runs out (the Redis command reference: "blocking" commands), upper
+ * case; names are matched case-insensitively, as Redis reads them. XREAD
+ * and XREADGROUP block only with a BLOCK argument. */
+static const struct word blocking_words[] = {
+    WORD("BLPOP", BLOCKS),	WORD("BRPOP", BLOCKS),
+    WORD("BRPOPLPUSH", BLOCKS), WORD("BLMOVE", BLOCKS),
+    WORD("BLMPOP", BLOCKS),	WORD("BZPOPMIN", BLOCKS),
+    WORD("BZPOPMAX", BLOCKS),	WORD("BZMPOP", BLOCKS),
+    WORD("WAIT", BLOCKS),	WORD("WAITAOF", BLOCKS),
+    WORD("XREAD", BLOCKS_WITH_ARG), WORD("XREADGROUP", BLOCKS_WITH_ARG),
+};
+
+static const struct word block_arg_words[] = {
+    WORD("BLOCK", BLOCKS),
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-_Static_assert(COUNT(error_words) <= 32 && COUNT(push_words) <= 32,
+_Static_assert(COUNT(error_words) <= 32 && COUNT(push_words) <= 32 &&
+		   COUNT(blocking_words) <= 32,
 	       "one bit per candidate in rx_redis_match.alive");
 
 void rx__redis_init(struct rx_redis *r)
@@ -104,6 +132,11 @@ bool rx__redis_call_open(const struct rx_redis *r)
 	return (r->flags & F_CALL) != 0;
 }
 
+bool rx__redis_blocking(const struct rx_redis *r)
+{
+	return (r->cmd & CMD_BLOCKING) != 0;
+}
+
 /* ---------------------------------------------------------------------
  * The word matcher
  * ------------------------------------------------------------------- */
@@ -113,6 +146,14 @@ static const struct word *table_words(uint8_t t, size_t *count)
 	if (t == T_PUSH) {
 		*count = COUNT(push_words);
 		return push_words;
+	}
+	if (t == T_CMDS) {
+		*count = COUNT(blocking_words);
+		return blocking_words;
+	}
+	if (t == T_BLOCK) {
+		*count = COUNT(block_arg_words);
+		return block_arg_words;
 	}
 	*count = COUNT(error_words);
 	return error_words;
@@ -309,7 +350,60 @@ static bool open_call(struct rx_redis *r)
 	if (r->flags & F_CALL)
 		return false;
 	r->flags |= F_CALL;
+	r->cmd = CMD_NAME; /* a new call: its command's name comes next */
 	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The client's side: does the command that opened the call block on
+ * purpose (ADR-650)?
+ * ------------------------------------------------------------------- */
+
+static int upper(uint8_t c)
+{
+	return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
+}
+
+/* The word matched ended, or no candidate is left: what it says. */
+static void cmd_matched(struct rx_redis *r)
+{
+	uint8_t table = r->cm.table, best = r->cm.best, kind = 0;
+
+	r->cm.table = T_NONE;
+	if (best)
+		kind = table == T_CMDS ? blocking_words[best - 1].verdict
+				       : BLOCKS;
+	if (table == T_CMDS)
+		r->cmd &= (uint8_t)~CMD_NAME;
+	if (kind == BLOCKS)
+		r->cmd = (uint8_t)((r->cmd & ~CMD_XREAD) | CMD_BLOCKING);
+	else if (kind == BLOCKS_WITH_ARG)
+		r->cmd |= CMD_XREAD;
+}
+
+/* One character of the word matched, or -1 at its end. */
+static void cmd_step(struct rx_redis *r, int c)
+{
+	if (match_step(&r->cm, c < 0 ? -1 : upper((uint8_t)c)))
+		cmd_matched(r);
+}
+
+/* A value of a command begins (client): its name, or an argument of an
+ * XREAD, is matched when it is a bulk string. */
+static void cmd_value(struct rx_redis *r, bool top, int kind)
+{
+	if (top) {
+		/* Another command: only the call's first one is read. */
+		r->cmd &= (uint8_t)~(CMD_NAME | CMD_XREAD);
+		r->cm.table = T_NONE;
+		return;
+	}
+	if (!(r->cmd & (CMD_NAME | CMD_XREAD)))
+		return;
+	if (kind == K_BULK)
+		match_arm(&r->cm, r->cmd & CMD_NAME ? T_CMDS : T_BLOCK);
+	else
+		r->cmd &= (uint8_t)~CMD_NAME; /* not a name: nothing to read */
 }
 
 /* A length or count line is complete. Returns an event (MORE, START for
@@ -393,6 +487,8 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 					break;
 				*sd.fl |= FL_CONTENT;
 				if (open_call(r)) {
+					match_arm(&r->cm, T_CMDS);
+					cmd_step(r, c);
 					*ev = RX_WIRE_START;
 					return i;
 				}
@@ -405,8 +501,10 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 					   (top ? FL_TOP : 0));
 			*sd.num = 0;
 			*sd.state = kind == K_LINE ? ST_LINE : ST_NUM;
-			if (!server)
+			if (!server) {
+				cmd_value(r, top, kind);
 				break;
+			}
 			if (top && (r->flags & F_CALL)) {
 				if (c == '-' || c == '!') {
 					match_arm(&r->m, T_ERRORS);
@@ -470,6 +568,18 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 			}
 			break;
 		case ST_BULK:
+			if (!server && r->cm.table) {
+				/* The name (or argument) being matched. */
+				i++;
+				(*sd.num)--;
+				if (*sd.num >= 2)
+					cmd_step(r, c);
+				else if (*sd.num == 1)
+					cmd_step(r, -1);
+				if (*sd.num == 0)
+					*sd.state = ST_TYPE;
+				break;
+			}
 			if (server && r->m.table) {
 				/* Byte by byte while the matcher reads the
 				 * payload (not its CRLF). */
@@ -497,6 +607,8 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 			break;
 		case ST_INLINE:
 			i++;
+			if (r->cm.table == T_CMDS)
+				cmd_step(r, c == '\n' || is_blank(c) ? -1 : c);
 			if (c == '\n') {
 				*sd.state = ST_TYPE;
 				*sd.fl = 0;
@@ -505,6 +617,8 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 			if (!(*sd.fl & FL_CONTENT) && !is_blank(c)) {
 				*sd.fl |= FL_CONTENT;
 				if (open_call(r)) {
+					match_arm(&r->cm, T_CMDS);
+					cmd_step(r, c);
 					*ev = RX_WIRE_START;
 					return i;
 				}

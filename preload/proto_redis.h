@@ -20,7 +20,7 @@
 #include "resilix/verdict.h"
 
 /*
- * The state of one connection, both directions: 32 bytes, no pointers,
+ * The state of one connection, both directions: 40 bytes, no pointers,
  * all zero after rx__redis_init. Fields are private to proto_redis.c.
  */
 /* The word matcher of an error reply or a push's kind: which words of a
@@ -38,10 +38,12 @@ struct rx_redis {
 	uint32_t s_pending; /* server: values still to read in this reply */
 	uint32_t s_n;	    /* server: likewise */
 	struct rx_redis_match m;
+	struct rx_redis_match cm; /* client: the call's command name */
 	uint8_t c_state, c_flags;
 	uint8_t s_state, s_flags;
 	uint8_t flags; /* call open */
 	uint8_t end;   /* terminal enum rx_wire_event, 0 while judging */
+	uint8_t cmd;   /* what the call's first command is (ADR-650) */
 };
 
 /* rx__redis_init - the state of a new connection (all zero). O(1). */
@@ -101,6 +103,18 @@ size_t rx__redis_read(struct rx_redis *r, const uint8_t *buf, size_t n,
 
 /* rx__redis_call_open - whether a call started and has no verdict yet. */
 bool rx__redis_call_open(const struct rx_redis *r);
+
+/*
+ * rx__redis_blocking - does the command that opened the last call block
+ * on purpose until data comes or its own timeout ends (ADR-650)? BLPOP,
+ * BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, WAIT,
+ * WAITAOF, and XREAD or XREADGROUP with a BLOCK argument, in any case;
+ * read from the first command of the batch (a RESP array's first bulk,
+ * an inline line's first word; an inline XREAD's arguments are not read).
+ * Set as the command's bytes are written, kept until the next call
+ * starts. O(1).
+ */
+bool rx__redis_blocking(const struct rx_redis *r);
 
 /*
  * rx__redis_resync - a call starts on a connection whose server bytes since

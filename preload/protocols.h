@@ -79,6 +79,14 @@ static inline void rx__proto_next(struct rx_proto_state *st)
 		memset(st->u.bytes, 0, sizeof(st->u.bytes));
 }
 
+/* rx__proto_untimed - does the connection's current call wait on purpose,
+ * so that its duration is no latency (ADR-650)? Only Redis's blocking
+ * commands do. Read without the lock. O(1). */
+static inline bool rx__proto_untimed(const struct rx_proto_state *st)
+{
+	return rx__proto_id(st) == RX_PROTO_REDIS && rx__redis_untimed(st);
+}
+
 /* rx__proto_asked - was recognition asked on this connection already?
  * (Read without the lock; rx__proto_claim sets it under the lock.) */
 static inline bool rx__proto_asked(const struct rx_proto_state *st)

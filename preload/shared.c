@@ -54,8 +54,9 @@
  * guard's steady byte (ADR-587), which an older build leaves stale;
  * 5: lock tags name a slot's claim (ADR-623); 6: the limiter's config
  * says whether its maximum binds while learning (ADR-625), a byte an
- * older build leaves as padding and would not read. */
-#define SHM_VERSION 6u
+ * older build leaves as padding and would not read; 7: the limiter knows
+ * whether drops bound it (ADR-651), a byte of padding before too. */
+#define SHM_VERSION 7u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

@@ -112,7 +112,9 @@ static RX__INLINE void rx__breaker_settle(struct rx_breaker *b,
 	}
 	rx__breaker_record_closed(
 	    b, now, rx__verdict_is_failure(v),
-	    b->slow_call_us > 0 && obs->latency_us >= b->slow_call_us, v);
+	    b->slow_call_us > 0 && obs->latency_us >= b->slow_call_us &&
+		obs->latency_us != RX_LATENCY_NONE,
+	    v);
 }
 
 #endif

@@ -335,7 +335,8 @@ RX__NOINLINE void rx__breaker_settle_cold(struct rx_breaker *b,
 		v = RX_TRANSIENT; /* unrecognised reads as transient */
 
 	bool failure = rx__verdict_is_failure(v);
-	bool slow = slow_tracked(b) && obs->latency_us >= b->slow_call_us;
+	bool slow = slow_tracked(b) && obs->latency_us >= b->slow_call_us &&
+		    obs->latency_us != RX_LATENCY_NONE;
 
 	switch (b->state) {
 	case RX_BREAKER_CLOSED:

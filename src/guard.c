@@ -566,9 +566,48 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	 * zeroed struct). */
 	uint64_t slow_us = g->breaker.slow_call_us;
 	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
-	    obs->latency_us >= slow_us)
+	    obs->latency_us >= slow_us && obs->latency_us != RX_LATENCY_NONE)
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
 	g->steady = rx__guard_steady(g); /* ADR-587 */
+}
+
+/* The limiter is the last policy of the gate (rx_guard_init), the
+ * shares' ticket after it; NULL when @permit holds no limiter ticket. */
+static struct rx_ticket *limiter_ticket(const struct rx_guard *g,
+					const struct rx_gate_permit *permit)
+{
+	uint32_t n = g->gate.count;
+
+	if (!g->limiter_on || n == 0 || permit->count < n)
+		return NULL;
+	return (struct rx_ticket *)&permit->tickets[n - 1];
+}
+
+bool rx_guard_mark_limiter_released(const struct rx_guard *g,
+				    struct rx_gate_permit *permit)
+{
+	struct rx_ticket *t = limiter_ticket(g, permit);
+
+	if (t == NULL || t->flags == RX_TICKET_RELEASED)
+		return false;
+	t->flags = RX_TICKET_RELEASED;
+	if (permit->count > g->gate.count)
+		permit->count = g->gate.count; /* the shares' ticket too */
+	return true;
+}
+
+void rx_guard_release_limiter(struct rx_guard *g,
+			      const struct rx_gate_permit *permit,
+			      uint64_t now_ns)
+{
+	struct rx_observation rel = {RX_REJECTED, 0, now_ns};
+	struct rx_ticket *t = limiter_ticket(g, permit);
+
+	if (t == NULL || t->flags == RX_TICKET_RELEASED)
+		return;
+	rx__limiter_settle(&g->limiter, t, &rel);
+	if (g->shares_on && permit->count > g->gate.count)
+		shares_settle(g, &permit->tickets[g->gate.count], RX_REJECTED);
 }
 
 /* The inline function's steps (guard-inl.h, ADR-532). */

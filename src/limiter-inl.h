@@ -129,6 +129,10 @@ rx__limiter_admit(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
 	return RX_ADMIT;
 }
 
+/* A limiter ticket whose slot was given back before its call settled
+ * (rx_guard_release_limiter, ADR-654); no admission counts that high. */
+#define RX_TICKET_RELEASED UINT32_MAX
+
 /* rx_limiter_settle. */
 static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 					  const struct rx_ticket *ticket,
@@ -136,6 +140,9 @@ static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 {
 	enum rx_verdict v = obs->verdict;
 
+	/* Given back already: a call that waits on purpose (ADR-654). */
+	if (RX__UNLIKELY(ticket->flags == RX_TICKET_RELEASED))
+		return;
 	l->in_flight = rx__sat_dec32(l->in_flight);
 	/* RX_REJECTED and anything unknown: release only. Overload and
 	 * timeout are drops; success, answered and transient samples. */
@@ -150,6 +157,9 @@ static RX__INLINE void rx__limiter_settle(struct rx_limiter *l,
 		rx__limiter_drop(l, ticket, now);
 		return;
 	}
+	/* A wait on purpose is no latency sample (ADR-650). */
+	if (RX__UNLIKELY(obs->latency_us == RX_LATENCY_NONE))
+		return;
 
 	/* A probe measures only the calls it admitted within its slots: the
 	 * others saw the queue it is draining, or (learning, a caller that

@@ -266,11 +266,19 @@ enum rx_decision rx_limiter_admit(struct rx_limiter *l,
 	return rx__limiter_admit(l, ctx, ticket, why);
 }
 
+static bool probe_stalled(struct rx_limiter *l, uint64_t now);
+
 RX__NOINLINE enum rx_decision
 rx__limiter_admit_over(struct rx_limiter *l, const struct rx_admit_ctx *ctx,
 		       uint64_t limit, uint64_t backlog,
 		       struct rx_ticket *ticket, struct rx_refusal *why)
 {
+	/* A probe the calls in flight will not let drain ends (ADR-653). */
+	if (RX__UNLIKELY(l->probing) && probe_stalled(l, ctx->now_ns) &&
+	    backlog < rx__limiter_slot_limit(l, (uint32_t)limit)) {
+		rx__limiter_take_slot(l, ctx->now_ns, ticket);
+		return RX_ADMIT;
+	}
 	/* Learning, only a probe holds calls back, and only those that can
 	 * wait for it: a probe on a healthy upstream refuses nobody
 	 * (ADR-380). The call is not one of the probe's samples. */
@@ -408,6 +416,39 @@ static enum probe_step probe(struct rx_limiter *l, uint64_t now)
 		return PROBE_STARTED;
 	}
 	return PROBE_NONE;
+}
+
+static uint64_t window_ns(const struct rx_limiter *l);
+
+/* Window lengths a probe may run without its window closing. */
+#define PROBE_STALL_WINDOWS 2
+
+/*
+ * A probe holds admission to its slots until its window closes, and only
+ * calls admitted within those slots are its samples. Calls that stay in
+ * flight on purpose - a Redis BLPOP, a long poll, a slow query - can keep
+ * the calls in flight at or above the slots for as long as they wait: the
+ * probe gets no sample, never closes, and holds every caller that can
+ * wait until its queue timeout refuses it, on a healthy upstream (ADR-653).
+ * So a probe that has run PROBE_STALL_WINDOWS window lengths without a
+ * single sample ends unmeasured, as if done, with the baseline it had;
+ * the next one is due on the usual cadence. One that is draining a queue
+ * gets samples as it drains and runs to its end. Asked only where a
+ * caller finds the slots full. Returns true when it ended the probe.
+ */
+static bool probe_stalled(struct rx_limiter *l, uint64_t now)
+{
+	if (l->window.count > 0 ||
+	    rx__sat_sub(now, l->probe_start_ns) <
+		rx__sat_mul(window_ns(l), PROBE_STALL_WINDOWS))
+		return false;
+	l->probing = false;
+	l->probed = true;
+	l->probes = rx__sat_add(l->probes, 1);
+	l->probe_count = 0;
+	l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+	window_reset(l);
+	return true;
 }
 
 static void rebase(struct rx_limiter *l, double rtt)
@@ -567,6 +608,9 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
 
 /* Windows in a row with queueing evidence that end the learning period. */
 #define EVIDENCE_WINDOWS 2
+/* Windows in a row without a drop or queueing evidence that end a binding
+ * the drops began, whether or not callers were held back (ADR-651). */
+#define CALM_WINDOWS 2
 
 /*
  * The learning period, window by window (ADR-210, ADR-380). While
@@ -576,17 +620,28 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
  * queueing evidence in a row end the period; a drop ends it at once
  * (rx__limiter_drop). Bound, a window in which nobody waited or was
  * refused, with no drop and no evidence, starts it again: the limit binds
- * nothing, and nothing says the upstream still queues. Returns the limit
- * to bound.
+ * nothing, and nothing says the upstream still queues. So do CALM_WINDOWS
+ * such windows in a row, callers held back or not, when drops ended the
+ * period and no window since showed a queue: the overload is over, and
+ * callers that cannot wait, refused in every window, would otherwise keep
+ * the limit bound on latency their own host adds (ADR-651). Returns the
+ * limit to bound.
  */
 static double learn(struct rx_limiter *l, double rtt, double next)
 {
 	bool evidence = queue_evidence(l, rtt);
 
 	if (!l->learning) {
-		if (l->cfg.learn_first && !l->window_bound &&
-		    !l->window_drop && !evidence) {
+		if (l->cfg.learn_first && !l->window_drop && !evidence &&
+		    (!l->window_bound ||
+		     (l->drop_bound &&
+		      ++l->evidence_windows >= CALM_WINDOWS))) {
 			l->learning = true;
+			l->evidence_windows = 0;
+			l->drop_bound = false;
+		} else if (evidence || l->window_drop) {
+			/* A queue shows: bound by latency from now on. */
+			l->drop_bound = l->drop_bound && !evidence;
 			l->evidence_windows = 0;
 		}
 		return next;
@@ -764,6 +819,7 @@ RX__NOINLINE void rx__limiter_relax(struct rx_limiter *l)
 	if (l->cfg.learn_first) {
 		l->learning = true;
 		l->evidence_windows = 0;
+		l->drop_bound = false;
 	}
 	window_reset(l);
 }
@@ -799,6 +855,8 @@ RX__NOINLINE void rx__limiter_drop(struct rx_limiter *l,
 		    l->window.count + l->prev_samples + l->window_drops)
 			return;
 		l->learning = false; /* overload is evidence enough */
+		l->drop_bound = true;
+		l->evidence_windows = 0;
 	}
 	l->window_drop = true;
 	if (ticket->generation == l->drop_epoch) {
@@ -859,6 +917,9 @@ enum rx_decision rx_limiter_try_dequeue(struct rx_limiter *l,
 		refuse(why);
 		return RX_REFUSE;
 	}
+
+	if (RX__UNLIKELY(l->probing))
+		(void)probe_stalled(l, now_ns); /* ADR-653 */
 
 	uint64_t limit = rx__limiter_band_limit(l, now_ns);
 	uint64_t slots = rx__limiter_slot_limit(l, (uint32_t)limit);

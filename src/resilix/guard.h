@@ -179,6 +179,24 @@ bool rx_guard_admit_fast(struct rx_guard *g, const struct rx_admit_ctx *ctx,
                          struct rx_gate_permit *permit);
 
 /*
+ * rx_guard_release_limiter - the call admitted with @permit waits on
+ * purpose (a Redis BLPOP, ADR-654): its limiter slot, and its share of a
+ * bucket, go back now; its other tickets stay for its settlement.
+ * rx_guard_mark_limiter_released marks the permit the call will settle
+ * with, so that the settlement leaves the limiter and the shares alone,
+ * and returns false when there is nothing to give back (no limiter, or
+ * marked already); rx_guard_release_limiter then gives back what an
+ * unmarked copy of it holds, under the guard's lock. Not thread-safe:
+ * callers serialise per guard (the release) or per permit (the mark).
+ * O(1).
+ */
+bool rx_guard_mark_limiter_released(const struct rx_guard *g,
+                                    struct rx_gate_permit *permit);
+void rx_guard_release_limiter(struct rx_guard *g,
+                              const struct rx_gate_permit *permit,
+                              uint64_t now_ns);
+
+/*
  * rx_guard_settle_fast - rx_guard_settle for the common case only: a
  * permit of rx_guard_admit_fast's two tickets settled as RX_SUCCESS,
  * @latency_us µs long (not slow), at @now_ns, on a closed breaker whose

@@ -265,7 +265,7 @@ struct rx_limiter {
 	uint64_t window_min_us; /* smallest latency in the window */
 	uint32_t window_peak;	/* max in flight at admission, this window */
 	bool window_open;
-	bool window_drop; /* a drop was settled in this window */
+	bool window_drop, drop_bound; /* a drop this window; drops bound it */
 	/* Time. */
 	uint64_t last_now_ns;	   /* latest time seen by settle */
 	uint64_t last_evidence_ns; /* last sample or drop settled */

@@ -81,9 +81,19 @@ struct rx_ticket {
 /* The outcome of one admitted call. */
 struct rx_observation {
 	enum rx_verdict verdict;
-	uint64_t latency_us; /* time to first byte or to the error, in µs */
+	uint64_t latency_us; /* time to first byte or to the error, in µs,
+				or RX_LATENCY_NONE */
 	uint64_t now_ns;     /* monotonic ns at settlement */
 };
+
+/*
+ * latency_us of a call whose duration says nothing about the upstream: it
+ * waited on purpose (a Redis BLPOP, ADR-650). Its verdict counts as any
+ * other's - a success closes a half-open breaker, an error is a failure,
+ * an overload or a timeout lowers the limit - but it is never slow, and
+ * the limiter takes no latency sample from it.
+ */
+#define RX_LATENCY_NONE UINT64_MAX
 
 /*
  * Every kind of policy the core implements. The conformance test

@@ -18,14 +18,14 @@ for p in build-essential autoconf automake libtool pkg-config libcunit1-dev curl
 done
 for p in nginx-light libjemalloc2 libtcmalloc-minimal4 python3-prometheus-client \
 	libcurl4-openssl-dev openssl git libcap2-bin postgresql redis-server \
-	redis-tools strace netcat-openbsd; do
+	redis-tools strace netcat-openbsd python3-psycopg2 gnutls-bin; do
 	rx_assert_no_grep "the demo does not install $p" "^  $p \\(" "$out"
 done
 timeout 10 bash "$DEPS" test --list >"$out" 2>&1
 rx_assert_eq "deps test --list: exit status" 0 "$?"
 for p in build-essential libcunit1-dev curl python3 nginx-light libjemalloc2 \
 	libtcmalloc-minimal4 python3-prometheus-client libcurl4-openssl-dev openssl \
-	git libcap2-bin postgresql redis-server redis-tools; do
+	git libcap2-bin postgresql redis-server redis-tools python3-psycopg2 gnutls-bin; do
 	rx_assert_grep "the tests use $p" "^  $p \\(" "$out"
 done
 # Packages no test uses.

@@ -470,6 +470,45 @@ static void test_slow_probe_reopens(void)
 	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_OPEN);
 }
 
+/* A call that waited on purpose (RX_LATENCY_NONE, ADR-650): never slow,
+ * its verdict counts - a success closes a half-open breaker, a failure
+ * is one. */
+static void settle_untimed(struct fx *f, const struct rx_ticket *t,
+			   enum rx_verdict v)
+{
+	struct rx_observation o = {.verdict = v,
+				   .latency_us = RX_LATENCY_NONE,
+				   .now_ns = f->clk.now_ns};
+	rx_breaker_settle(&f->b, t, &o);
+}
+
+static void test_untimed_never_slow(void)
+{
+	struct fx f;
+	struct rx_breaker_config c = quiet();
+	struct rx_ticket t;
+	c.slow_call_ms = 100;
+	fx_init(&f, &c);
+	for (int i = 0; i < 30; i++) {
+		fake_clock_advance_ms(&f.clk, 1);
+		CU_ASSERT_EQUAL_FATAL(admit(&f, &t, NULL), RX_ADMIT);
+		settle_untimed(&f, &t, RX_SUCCESS);
+	}
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_CLOSED);
+	CU_ASSERT_EQUAL(stats(&f).window_slow, 0);
+	CU_ASSERT(stats(&f).window_count > 0);
+	force_open(&f);
+	fake_clock_advance_ms(&f.clk, 5000);
+	CU_ASSERT_EQUAL(admit(&f, &t, NULL), RX_ADMIT);
+	settle_untimed(&f, &t, RX_SUCCESS);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_CLOSED);
+	force_open(&f);
+	fake_clock_advance_ms(&f.clk, 5000);
+	CU_ASSERT_EQUAL(admit(&f, &t, NULL), RX_ADMIT);
+	settle_untimed(&f, &t, RX_TRANSIENT);
+	CU_ASSERT_EQUAL(state(&f), RX_BREAKER_OPEN);
+}
+
 static void test_exactly_one_probe(void)
 {
 	struct fx f;
@@ -929,6 +968,7 @@ int main(void)
 	    {"failed probe reopens with empty window",
 	     test_failed_probe_reopens_with_empty_window},
 	    {"slow probe reopens", test_slow_probe_reopens},
+	    {"a wait on purpose is never slow", test_untimed_never_slow},
 	    {"exactly one probe", test_exactly_one_probe},
 	    {"several probes, first decides",
 	     test_several_probes_first_decides},

@@ -700,6 +700,183 @@ static enum rx_decision poll(struct rx_limiter *l, uint64_t w,
 	return d;
 }
 
+/*
+ * Recovery with callers that cannot wait (an event loop): after an
+ * overload the limit binds at its minimum; the upstream is healthy again
+ * and 50 non-blocking callers keep calling, each refused call retried
+ * 1 ms later, so some are refused in every window. The latency they
+ * measure grows with the calls in flight by 1 ms each - the event loop's
+ * own work, not the upstream's queue (a 1 ms upstream). The limiter must
+ * return to learning once the drops have stopped and no window shows a
+ * queue by the learning period's rule (ADR-651); it stayed bound at its
+ * minimum for good, refusing most calls of a healthy program.
+ */
+struct nb_callers {
+	struct rx_ticket t[50];
+	uint64_t started[50], retry_at[50];
+	bool busy[50];
+};
+
+/* Run the 50 callers from *@now for @dur ns, in steps of 0.1 ms: an
+ * answer after 1 ms, an overload from @sick_ns on; healthy, when
+ * @loop_cost, after 1 ms per call in flight. */
+static void nb_run(struct rx_limiter *l, struct rx_rng *rng,
+		   struct nb_callers *c, uint64_t *now, uint64_t dur,
+		   uint64_t sick_ns, bool loop_cost)
+{
+	uint64_t end = *now + dur;
+	uint32_t i, n;
+
+	for (; *now < end; *now += RX_NS_PER_MS / 10) {
+		bool sick = *now >= sick_ns;
+
+		for (i = 0, n = 0; i < 50; i++)
+			n += c->busy[i];
+		for (i = 0; i < 50; i++) {
+			uint64_t lat = !sick && loop_cost ? n * RX_NS_PER_MS
+							  : RX_NS_PER_MS;
+
+			if (c->busy[i] && *now - c->started[i] >= lat) {
+				settle(l, &c->t[i], sick ? RX_OVERLOAD : RX_SUCCESS,
+				       (*now - c->started[i]) / 1000, *now);
+				c->busy[i] = false;
+			}
+			if (c->busy[i] || *now < c->retry_at[i])
+				continue;
+			if (admit(l, *now, false, rng, &c->t[i]) == RX_ADMIT) {
+				c->busy[i] = true;
+				c->started[i] = *now;
+			} else {
+				c->retry_at[i] = *now + RX_NS_PER_MS;
+			}
+		}
+	}
+}
+
+static void test_nonblocking_recovery_after_overload(void)
+{
+	struct rx_limiter_config c = config_of(RX_LIMITER_VEGAS);
+	struct rx_limiter_stats st;
+	struct rx_limiter l;
+	struct rx_rng rng;
+	struct nb_callers cs;
+	uint64_t now = RX_NS_PER_MS, s = 1000 * RX_NS_PER_MS;
+	uint32_t i, in_flight = 0;
+
+	c.learn_first = true;
+	rx_rng_seed(&rng, 11);
+	init_limiter(&l, &c);
+	memset(&cs, 0, sizeof(cs));
+	/* Healthy at first, then every answer an overload for a second. */
+	nb_run(&l, &rng, &cs, &now, 3 * s, 2 * s, false);
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT_EQUAL_FATAL(st.limit, c.min_limit);
+	/* Healthy again for 20 s, the event loop's cost per call in flight. */
+	nb_run(&l, &rng, &cs, &now, 20 * s, UINT64_MAX, true);
+	rx_limiter_stats(&l, now, &st);
+	for (i = 0; i < 50; i++)
+		in_flight += cs.busy[i];
+	CU_ASSERT(st.limit >= 50 || in_flight == 50);
+}
+
+/*
+ * A probe that the calls in flight will not let drain (ADR-653): 20 calls
+ * that stay in flight (consumers blocked in BLPOP) and one caller that can
+ * wait, making 1 ms calls one after another. The learning period's probe
+ * holds admission to half the concurrency it measured, fewer slots than
+ * the long calls hold, so it got no sample, never ended, and the caller
+ * waited in the queue for good (its queue timeout refused it each time).
+ * The probe must end within a few windows, and the caller's waits stay
+ * short.
+ */
+static void test_probe_stalled_by_long_calls(void)
+{
+	struct rx_limiter_config c = config_of(RX_LIMITER_VEGAS);
+	struct rx_limiter_stats st;
+	struct rx_limiter l;
+	struct rx_rng rng;
+	struct rx_ticket longc[20], t;
+	struct rx_refusal why;
+	uint64_t now = RX_NS_PER_MS, wt = 0, since = 0, longest = 0;
+	uint64_t end = now + 10 * 1000 * RX_NS_PER_MS, done_at = 0;
+	int i, state = 0; /* 0 idle, 1 in flight, 2 queued */
+	uint64_t calls = 0;
+
+	c.learn_first = true;
+	rx_rng_seed(&rng, 5);
+	init_limiter(&l, &c);
+	for (i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &longc[i]),
+				      RX_ADMIT);
+	for (; now < end; now += RX_NS_PER_MS / 4) {
+		if (state == 1 && now >= done_at) {
+			settle(&l, &t, RX_SUCCESS, 1000, now);
+			state = 0;
+			calls++;
+		}
+		if (state == 0) {
+			enum rx_decision d = admit(&l, now, true, &rng, &t);
+
+			if (d == RX_ADMIT) {
+				state = 1;
+				done_at = now + RX_NS_PER_MS;
+			} else if (d == RX_QUEUE &&
+				   rx_limiter_enqueue(&l, now, &wt) == RX_OK) {
+				state = 2;
+				since = now;
+			}
+		} else if (state == 2) {
+			enum rx_decision d =
+			    rx_limiter_try_dequeue(&l, wt, now, &t, &why);
+
+			if (now - since > longest)
+				longest = now - since;
+			if (d == RX_ADMIT) {
+				state = 1;
+				done_at = now + RX_NS_PER_MS;
+			} else if (d == RX_REFUSE) {
+				state = 0;
+			}
+		}
+	}
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT(st.probes >= 1);
+	CU_ASSERT(longest < 500 * RX_NS_PER_MS);
+	CU_ASSERT(calls > 5000);
+	for (i = 0; i < 20; i++)
+		settle(&l, &longc[i], RX_SUCCESS, 10000000, now);
+}
+
+/* A call that waited on purpose (RX_LATENCY_NONE, ADR-650) releases
+ * its slot and takes no latency sample; its overload is still a drop. */
+static void test_untimed_no_sample(void)
+{
+	struct rx_limiter_config c = config_of(RX_LIMITER_VEGAS);
+	struct rx_limiter_stats st;
+	struct rx_limiter l;
+	struct rx_rng rng;
+	struct rx_ticket t;
+	uint64_t now = 1000000;
+	int i;
+
+	rx_rng_seed(&rng, 7);
+	init_limiter(&l, &c);
+	for (i = 0; i < 50; i++) {
+		now += 1000000;
+		CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &t), RX_ADMIT);
+		settle(&l, &t, RX_SUCCESS, RX_LATENCY_NONE, now);
+	}
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT_EQUAL(st.in_flight, 0);
+	CU_ASSERT_EQUAL(st.window_samples, 0);
+	CU_ASSERT_EQUAL(st.updates, 0);
+	CU_ASSERT_EQUAL(st.limit, c.initial_limit);
+	CU_ASSERT_EQUAL_FATAL(admit(&l, now, true, &rng, &t), RX_ADMIT);
+	settle(&l, &t, RX_OVERLOAD, RX_LATENCY_NONE, now);
+	rx_limiter_stats(&l, now, &st);
+	CU_ASSERT_EQUAL(st.drops, 1);
+}
+
 static void test_waiters_served_in_arrival_order(void)
 {
 	struct rx_ticket in[4], t;
@@ -1886,6 +2063,10 @@ static void test_sim_bimodal_error_recovers(void)
 }
 
 static const struct rx_test tests[] = {
+    {"a wait on purpose takes no sample", test_untimed_no_sample},
+    {"non-blocking callers: recovery after an overload",
+     test_nonblocking_recovery_after_overload},
+    {"a probe stalled by long calls ends", test_probe_stalled_by_long_calls},
     {"learning admits the first burst", test_learning_admits_first_burst},
     {"learning: a maximum caps when set",
      test_learning_max_caps_only_when_set},

@@ -1668,8 +1668,8 @@ static void test_sqlstate_table(void)
 	    {"F0000", RX_TRANSIENT}, {"40003", RX_TRANSIENT},
 	    {"53300", RX_OVERLOAD},  {"53200", RX_OVERLOAD},
 	    {"53100", RX_OVERLOAD},  {"53000", RX_OVERLOAD},
-	    {"40001", RX_OVERLOAD},  {"40P01", RX_OVERLOAD},
-	    {"55P03", RX_OVERLOAD},  {"57014", RX_TIMEOUT},
+	    {"40001", RX_ANSWERED},  {"40P01", RX_ANSWERED},
+	    {"55P03", RX_ANSWERED},  {"57014", RX_TIMEOUT},
 	    {"23505", RX_ANSWERED},  {"23503", RX_ANSWERED},
 	    {"22012", RX_ANSWERED},  {"42601", RX_ANSWERED},
 	    {"42P01", RX_ANSWERED},  {"28P01", RX_ANSWERED},
@@ -1717,10 +1717,10 @@ static void test_simple_query_errors(void)
 {
 	expect(pg_raise_08006, ">s>t");
 	expect(pg_raise_23505, ">s>a");
-	expect(pg_raise_40001, ">s>o");
-	expect(pg_raise_40P01, ">s>o");
+	expect(pg_raise_40001, ">s>a");
+	expect(pg_raise_40P01, ">s>a");
 	expect(pg_raise_53300, ">s>o");
-	expect(pg_raise_55P03, ">s>o");
+	expect(pg_raise_55P03, ">s>a");
 	expect(pg_raise_57P01, ">s>t");
 	expect(pg_raise_XX000, ">s>t");
 	/* RowDescription comes before pg_sleep runs: the ErrorResponse

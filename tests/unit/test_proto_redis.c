@@ -479,7 +479,8 @@ static void expect_reply(const char *reply, const char *want)
 
 static void test_state_size(void)
 {
-	CU_ASSERT(sizeof(struct rx_redis) <= 32);
+	/* The framed adapter's wide slot holds it and one byte more. */
+	CU_ASSERT(sizeof(struct rx_redis) <= 40);
 }
 
 static enum rx_wire_claim claim(const char *s)
@@ -705,6 +706,100 @@ static void test_what_starts_a_call(void)
 	CU_ASSERT_TRUE(rx__redis_call_open(&st));
 }
 
+/* @cmd written in pieces of @step bytes (0: whole) on a fresh
+ * connection: does its call block on purpose (ADR-650)? */
+static bool blocks(const char *cmd, size_t step)
+{
+	struct rx_redis st;
+	enum rx_wire_event ev;
+	const uint8_t *p = (const uint8_t *)cmd;
+	size_t left = strlen(cmd), k;
+
+	rx__redis_init(&st);
+	while (left > 0) {
+		size_t n = step == 0 || step > left ? left : step;
+
+		k = rx__redis_write(&st, p, n, &ev);
+		CU_ASSERT(k > 0 && k <= n);
+		CU_ASSERT(ev == RX_WIRE_MORE || ev == RX_WIRE_START);
+		p += k;
+		left -= k;
+	}
+	return rx__redis_blocking(&st);
+}
+
+static void expect_blocks(const char *cmd, bool want)
+{
+	static const size_t steps[] = {0, 1, 2, 3, 5, 7, 13, 64};
+	size_t i;
+
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		bool got = blocks(cmd, steps[i]);
+
+		if (got != want)
+			fprintf(stderr, "step %zu: \"%s\" blocks=%d\n", steps[i],
+				cmd, got);
+		CU_ASSERT_EQUAL(got, want);
+	}
+}
+
+static void test_blocking_commands(void)
+{
+	/* As redis-py and redis-cli write them (any case). */
+	expect_blocks("*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n1\r\n", true);
+	expect_blocks("*3\r\n$5\r\nblpop\r\n$1\r\nq\r\n$1\r\n0\r\n", true);
+	expect_blocks("*3\r\n$5\r\nBRPOP\r\n$1\r\nq\r\n$1\r\n1\r\n", true);
+	expect_blocks("*4\r\n$10\r\nBRPOPLPUSH\r\n$1\r\na\r\n$1\r\nb\r\n"
+		      "$1\r\n1\r\n",
+		      true);
+	expect_blocks("*3\r\n$8\r\nBZPOPMIN\r\n$1\r\nz\r\n$1\r\n1\r\n", true);
+	expect_blocks("*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n", true);
+	expect_blocks("BLPOP q 1\r\n", true);
+	expect_blocks("  brpop q 1\n", true);
+	/* XREAD only with BLOCK. */
+	expect_blocks("*6\r\n$5\r\nXREAD\r\n$5\r\nblock\r\n$4\r\n1000\r\n"
+		      "$7\r\nSTREAMS\r\n$1\r\ns\r\n$1\r\n$\r\n",
+		      true);
+	expect_blocks("*4\r\n$5\r\nXREAD\r\n$7\r\nSTREAMS\r\n$1\r\ns\r\n"
+		      "$1\r\n0\r\n",
+		      false);
+	/* Names that only begin or end like one, and other commands. */
+	expect_blocks("*2\r\n$4\r\nBLPO\r\n$1\r\nq\r\n", false);
+	expect_blocks("*2\r\n$6\r\nBLPOPX\r\n$1\r\nq\r\n", false);
+	expect_blocks("*2\r\n$4\r\nLPOP\r\n$1\r\nq\r\n", false);
+	expect_blocks("*3\r\n$3\r\nSET\r\n$5\r\nBLPOP\r\n$5\r\nBLOCK\r\n",
+		      false);
+	expect_blocks("WAITING\r\n", false);
+	expect_blocks("PING\r\n", false);
+	/* Only the command that opens the call: a BLPOP that joins a
+	 * batch waits after the batch's first answer, which decides. */
+	expect_blocks("*1\r\n$4\r\nPING\r\n*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n"
+		      "$1\r\n1\r\n",
+		      false);
+	/* The next call forgets it. */
+	{
+		struct rx_redis st;
+		enum rx_wire_event ev;
+		enum rx_verdict v;
+		static const char c1[] = "*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n1\r\n";
+		static const char c2[] = "*1\r\n$4\r\nPING\r\n";
+		size_t k;
+
+		rx__redis_init(&st);
+		for (k = 0; k < sizeof(c1) - 1;)
+			k += rx__redis_write(&st, (const uint8_t *)c1 + k,
+					     sizeof(c1) - 1 - k, &ev);
+		CU_ASSERT_TRUE(rx__redis_blocking(&st));
+		rx__redis_read(&st, (const uint8_t *)"*-1\r\n", 5, &ev, &v);
+		CU_ASSERT_EQUAL(ev, RX_WIRE_VERDICT);
+		CU_ASSERT_TRUE(rx__redis_blocking(&st)); /* judged after */
+		for (k = 0; k < sizeof(c2) - 1;)
+			k += rx__redis_write(&st, (const uint8_t *)c2 + k,
+					     sizeof(c2) - 1 - k, &ev);
+		CU_ASSERT_FALSE(rx__redis_blocking(&st));
+	}
+}
+
 /* Random bytes and mutated conversations: no crash, no out-of-bounds
  * read (the sanitizer build), no broken contract. */
 static uint64_t rng_state = 0x2545f4914f6cdd1du; /* fixed seed */
@@ -780,6 +875,7 @@ int main(void)
 	    {"RESP3 types, pushes, attributes", test_resp3_and_pushes},
 	    {"pipelines and inline commands", test_pipelines},
 	    {"what starts a call", test_what_starts_a_call},
+	    {"commands that block on purpose", test_blocking_commands},
 	    {"random bytes", test_random_bytes},
 	    {NULL, NULL}};
 
