@@ -97,9 +97,10 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
 	struct rx_lock *l = rx__fd_lock(e);
 	enum rx_fd_phase ph;
-	bool disarm = false, release = false;
+	bool release = false;
 	struct rx_gate_permit held;
 	struct rx_guard *g = NULL;
+	uint16_t seq = 0;
 
 	if (op->iovcnt < 0)
 		return w; /* not kept: not this module's bytes */
@@ -113,20 +114,32 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 			atomic_store_explicit(&e->phase, RX_FD_DONE,
 					      memory_order_release);
 		/* A command that waits on purpose has no deadline (ADR-650)
-		 * and holds no limiter slot while it waits (ADR-654). */
-		if (ph != RX_FD_IDLE && rx__proto_untimed(&e->proto)) {
-			disarm = e->dl_seq != 0;
-			g = e->guard;
-			if (g) {
-				rx__permit_copy(&held, &e->permit);
-				release = rx_guard_mark_limiter_released(
-				    g, &e->permit);
-			}
+		 * and holds no limiter slot while it waits (ADR-654). The
+		 * deadline is taken from the record here, so that the call's
+		 * own end does not claim it meanwhile: the claim below tells
+		 * whether the sweep settled the call first (ADR-660). */
+		if (ph != RX_FD_IDLE && rx__proto_untimed(&e->proto) &&
+		    (g = e->guard) != NULL) {
+			rx__permit_copy(&held, &e->permit);
+			release = rx_guard_mark_limiter_released(g, &e->permit);
+			seq = e->dl_seq;
+			e->dl_seq = 0;
 		}
 	}
 	rx__unlock(l);
-	if (disarm)
-		rx__deadline_disarm(e->guard, e, &e->dl_seq);
+	if (seq != 0 && !rx__deadline_disarm(g, e, seq)) {
+		/* The sweep settled the call as its deadline passed, with
+		 * the permit it armed, limiter slot included: nothing is
+		 * given back twice, and the call's end settles nothing, as
+		 * for any call the sweep settled (ADR-382, ADR-660). */
+		release = false;
+		rx__lock(l);
+		if (atomic_load_explicit(&e->epoch, memory_order_relaxed) ==
+			op->epoch &&
+		    e->dl_seq == 0)
+			e->dl_seq = seq;
+		rx__unlock(l);
+	}
 	if (release)
 		rx__key_release_limiter(g, &held);
 	return w;

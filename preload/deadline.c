@@ -146,15 +146,16 @@ void rx__deadline_rearm(struct rx_guard *g, const void *owner,
 	rx__unlock(l);
 }
 
-void rx__deadline_disarm(struct rx_guard *g, const void *owner, uint16_t *seq)
+bool rx__deadline_disarm(struct rx_guard *g, const void *owner, uint16_t seq)
 {
 	uint32_t slot = rx_registry_index(rx__admit_registry(), g);
 	struct rx_lock *l = &rx__admit_guard_locks()[slot];
+	bool armed;
 
 	rx__lock(l);
-	if (*seq != 0 && rx__deadline_claim(slot, owner, *seq))
-		*seq = 0;
+	armed = rx__deadline_claim(slot, owner, seq);
 	rx__unlock(l);
+	return armed;
 }
 
 /* Settle as timeouts, at @now, the calls on slot @slot whose deadline has

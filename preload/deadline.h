@@ -51,15 +51,14 @@ bool rx__deadline_claim(uint32_t slot, const void *owner, uint16_t seq);
 void rx__deadline_rearm(struct rx_guard *g, const void *owner,
 			uint16_t *seq, uint64_t now);
 
-/* rx__deadline_disarm - the call of @owner, armed as *@seq on @g, has no
- * deadline after all: it waits on purpose (ADR-650). Its entry is taken
- * out and *@seq becomes 0, so that the call settles at its own end as one
- * that was never armed; an entry already gone (the deadline passed and the
- * sweep settled the call) leaves *@seq as it is, and the call's end then
- * settles nothing, as for any call the sweep settled. Takes @g's guard
- * lock: call it holding no lock. */
-void rx__deadline_disarm(struct rx_guard *g, const void *owner,
-			 uint16_t *seq);
+/* rx__deadline_disarm - the call of @owner, armed as @seq (not 0) on @g,
+ * has no deadline after all: it waits on purpose (ADR-650). Its entry is
+ * taken out: true. false when the entry is gone - the deadline passed and
+ * the sweep settled the call with the permit it armed, limiter slot
+ * included, so that nothing of it may be given back again (ADR-660).
+ * The caller took @seq off the record, so that the call's own end claims
+ * nothing meanwhile. Takes @g's guard lock: call it holding no lock. */
+bool rx__deadline_disarm(struct rx_guard *g, const void *owner, uint16_t seq);
 
 /* rx__deadline_sweep - settle on @g as timeouts, at @now (ns), the calls
  * of slot @slot whose deadline has passed (at most 8), and drop entries

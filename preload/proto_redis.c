@@ -44,11 +44,14 @@ enum {
 /* r->flags */
 enum { F_CALL = 1 << 0 };
 
-/* r->cmd: what the command that opened the call is (ADR-650). */
+/* r->cmd: what the command that opened the call is (ADR-650), and what
+ * the batch's later commands are (ADR-661). */
 enum {
-	CMD_NAME = 1 << 0,     /* its name is the next bulk (or inline word) */
-	CMD_XREAD = 1 << 1,    /* XREAD(GROUP): blocks when an argument is BLOCK */
-	CMD_BLOCKING = 1 << 2  /* it blocks by design: its wait is no latency */
+	CMD_NAME = 1 << 0,  /* its name is the next bulk (or inline word) */
+	CMD_XREAD = 1 << 1, /* XREAD(GROUP): blocks when an argument is BLOCK */
+	CMD_BLOCKING = 1 << 2, /* it blocks by design: its wait is no latency */
+	CMD_LATER = 1 << 3,    /* the command read is not the call's first */
+	CMD_BEHIND = 1 << 4 /* a later one blocks: it waits after the answer */
 };
 
 /* Matcher tables. */
@@ -350,7 +353,11 @@ static bool open_call(struct rx_redis *r)
 	if (r->flags & F_CALL)
 		return false;
 	r->flags |= F_CALL;
-	r->cmd = CMD_NAME; /* a new call: its command's name comes next */
+	/* A new call: its command's name comes next. A call that opens while
+	 * a blocking command written behind the last call's answer may still
+	 * wait has its answer, in order, after that wait: it waits on
+	 * purpose too (ADR-661). */
+	r->cmd = (uint8_t)(CMD_NAME | (r->cmd & CMD_BEHIND ? CMD_BLOCKING : 0));
 	return true;
 }
 
@@ -376,7 +383,8 @@ static void cmd_matched(struct rx_redis *r)
 	if (table == T_CMDS)
 		r->cmd &= (uint8_t)~CMD_NAME;
 	if (kind == BLOCKS)
-		r->cmd = (uint8_t)((r->cmd & ~CMD_XREAD) | CMD_BLOCKING);
+		r->cmd = (uint8_t)((r->cmd & ~CMD_XREAD) |
+				   (r->cmd & CMD_LATER ? CMD_BEHIND : CMD_BLOCKING));
 	else if (kind == BLOCKS_WITH_ARG)
 		r->cmd |= CMD_XREAD;
 }
@@ -393,8 +401,12 @@ static void cmd_step(struct rx_redis *r, int c)
 static void cmd_value(struct rx_redis *r, bool top, int kind)
 {
 	if (top) {
-		/* Another command: only the call's first one is read. */
-		r->cmd &= (uint8_t)~(CMD_NAME | CMD_XREAD);
+		/* Another command: the call's first one decides whether the
+		 * call blocks; a later one that blocks waits after the
+		 * call's answer, for the call that opens next (ADR-661). An
+		 * array that opens a call reads as a first one (open_call). */
+		r->cmd = (uint8_t)((r->cmd & ~(CMD_NAME | CMD_XREAD)) |
+				   (kind == K_ARRAY ? CMD_NAME | CMD_LATER : 0));
 		r->cm.table = T_NONE;
 		return;
 	}
@@ -404,6 +416,21 @@ static void cmd_value(struct rx_redis *r, bool top, int kind)
 		match_arm(&r->cm, r->cmd & CMD_NAME ? T_CMDS : T_BLOCK);
 	else
 		r->cmd &= (uint8_t)~CMD_NAME; /* not a name: nothing to read */
+}
+
+/* An inline command line's first character @c: its first word is the
+ * command's name, read whether it opens the call (true) or is a later
+ * command of it (ADR-650, ADR-661). */
+static bool inline_begins(struct rx_redis *r, int c)
+{
+	bool opened = open_call(r);
+
+	if (!opened)
+		r->cmd = (uint8_t)((r->cmd & ~(CMD_NAME | CMD_XREAD)) |
+				   CMD_NAME | CMD_LATER);
+	match_arm(&r->cm, T_CMDS);
+	cmd_step(r, c);
+	return opened;
 }
 
 /* A length or count line is complete. Returns an event (MORE, START for
@@ -486,9 +513,7 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 				if (is_blank(c))
 					break;
 				*sd.fl |= FL_CONTENT;
-				if (open_call(r)) {
-					match_arm(&r->cm, T_CMDS);
-					cmd_step(r, c);
+				if (inline_begins(r, c)) {
 					*ev = RX_WIRE_START;
 					return i;
 				}
@@ -616,9 +641,7 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 			}
 			if (!(*sd.fl & FL_CONTENT) && !is_blank(c)) {
 				*sd.fl |= FL_CONTENT;
-				if (open_call(r)) {
-					match_arm(&r->cm, T_CMDS);
-					cmd_step(r, c);
+				if (inline_begins(r, c)) {
 					*ev = RX_WIRE_START;
 					return i;
 				}

@@ -111,8 +111,10 @@ bool rx__redis_call_open(const struct rx_redis *r);
  * WAITAOF, and XREAD or XREADGROUP with a BLOCK argument, in any case;
  * read from the first command of the batch (a RESP array's first bulk,
  * an inline line's first word; an inline XREAD's arguments are not read).
- * Set as the command's bytes are written, kept until the next call
- * starts. O(1).
+ * Also true for the call that opens after a batch one of whose later
+ * commands blocks: its answer comes after that wait (ADR-661). Set as
+ * the command's bytes are written, kept until the next call starts.
+ * O(1).
  */
 bool rx__redis_blocking(const struct rx_redis *r);
 

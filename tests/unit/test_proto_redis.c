@@ -800,6 +800,55 @@ static void test_blocking_commands(void)
 	}
 }
 
+/* The @n commands of @cmds written on @st, whole. */
+static void write_all(struct rx_redis *st, const char *cmds)
+{
+	enum rx_wire_event ev;
+	size_t k, len = strlen(cmds);
+
+	for (k = 0; k < len;)
+		k += rx__redis_write(st, (const uint8_t *)cmds + k, len - k,
+				     &ev);
+}
+
+/* A batch whose later command blocks is answered before that wait; the
+ * call that opens next is answered after it, so it waits on purpose too
+ * - the one after that does not (ADR-661). */
+static void test_blocking_behind(void)
+{
+	static const char *const batches[] = {
+	    "*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n"
+	    "*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n1\r\n",
+	    "SET a 1\r\nblpop q 1\r\n",
+	    "*1\r\n$4\r\nPING\r\n*4\r\n$5\r\nXREAD\r\n$5\r\nBLOCK\r\n"
+	    "$1\r\n0\r\n$7\r\nSTREAMS\r\n",
+	};
+	static const char get[] = "*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+	struct rx_redis st;
+	enum rx_wire_event ev;
+	enum rx_verdict v;
+	size_t i;
+
+	for (i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+		rx__redis_init(&st);
+		write_all(&st, batches[i]);
+		CU_ASSERT_FALSE(
+		    rx__redis_blocking(&st)); /* its first decides */
+		rx__redis_read(&st, (const uint8_t *)"+OK\r\n", 5, &ev, &v);
+		CU_ASSERT_EQUAL(ev, RX_WIRE_VERDICT);
+		rx__redis_resync(
+		    &st);	     /* as at a call's start (proto_framed.c) */
+		write_all(&st, get); /* written while the BLPOP may wait */
+		CU_ASSERT_TRUE(rx__redis_call_open(&st));
+		CU_ASSERT_TRUE(rx__redis_blocking(&st));
+		rx__redis_read(&st, (const uint8_t *)"*-1\r\n", 5, &ev, &v);
+		CU_ASSERT_EQUAL(ev, RX_WIRE_VERDICT);
+		rx__redis_resync(&st);
+		write_all(&st, get);
+		CU_ASSERT_FALSE(rx__redis_blocking(&st));
+	}
+}
+
 /* Random bytes and mutated conversations: no crash, no out-of-bounds
  * read (the sanitizer build), no broken contract. */
 static uint64_t rng_state = 0x2545f4914f6cdd1du; /* fixed seed */
@@ -876,6 +925,8 @@ int main(void)
 	    {"pipelines and inline commands", test_pipelines},
 	    {"what starts a call", test_what_starts_a_call},
 	    {"commands that block on purpose", test_blocking_commands},
+	    {"a blocking command behind a batch's answer",
+	     test_blocking_behind},
 	    {"random bytes", test_random_bytes},
 	    {NULL, NULL}};
 
