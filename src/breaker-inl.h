@@ -40,6 +40,28 @@ void rx__breaker_trip(struct rx_breaker *b, uint64_t now);
 /* Cache the rate cut-offs for a window of @n calls (ADR-183). */
 void rx__breaker_cutoffs(struct rx_breaker *b, uint32_t n);
 
+/* rx__breaker_is_slow - is a call of @latency_us slow for @b: the
+ * slow-call threshold is on and reached, and the call did not wait on
+ * purpose (RX_LATENCY_NONE is no duration, ADR-650). */
+static inline bool rx__breaker_is_slow(const struct rx_breaker *b,
+				       uint64_t latency_us)
+{
+	return b->slow_call_us > 0 && latency_us >= b->slow_call_us &&
+	       latency_us != RX_LATENCY_NONE;
+}
+
+/* rx__breaker_fast_bound - the least latency in µs that a settlement
+ * without a slow-call test must leave to the general steps: one unsigned
+ * comparison, latency_us >= bound, catches every slow call and every
+ * RX_LATENCY_NONE. With the threshold off it is RX_LATENCY_NONE itself
+ * (the subtraction wraps); with it on, one µs below the threshold, so a
+ * call of exactly threshold - 1 µs also goes the general way, which
+ * settles it the same (ADR-670). */
+static inline uint64_t rx__breaker_fast_bound(const struct rx_breaker *b)
+{
+	return b->slow_call_us - 1u;
+}
+
 /* rx_breaker_admit. */
 static RX__INLINE enum rx_decision rx__breaker_admit(struct rx_breaker *b,
 						     uint64_t now_ns,
@@ -110,11 +132,8 @@ static RX__INLINE void rx__breaker_settle(struct rx_breaker *b,
 		rx__breaker_settle_cold(b, ticket, obs, now);
 		return;
 	}
-	rx__breaker_record_closed(
-	    b, now, rx__verdict_is_failure(v),
-	    b->slow_call_us > 0 && obs->latency_us >= b->slow_call_us &&
-		obs->latency_us != RX_LATENCY_NONE,
-	    v);
+	rx__breaker_record_closed(b, now, rx__verdict_is_failure(v),
+				  rx__breaker_is_slow(b, obs->latency_us), v);
 }
 
 #endif

@@ -335,8 +335,7 @@ RX__NOINLINE void rx__breaker_settle_cold(struct rx_breaker *b,
 		v = RX_TRANSIENT; /* unrecognised reads as transient */
 
 	bool failure = rx__verdict_is_failure(v);
-	bool slow = slow_tracked(b) && obs->latency_us >= b->slow_call_us &&
-		    obs->latency_us != RX_LATENCY_NONE;
+	bool slow = rx__breaker_is_slow(b, obs->latency_us);
 
 	switch (b->state) {
 	case RX_BREAKER_CLOSED:

@@ -104,8 +104,7 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 	 * it; what it does not cover is asked here, before any write. */
 	if (RX__UNLIKELY(!g->steady || permit->count != 2 ||
 			 permit->tickets[0].generation != b->generation ||
-			 (b->slow_call_us > 0 && latency_us >= b->slow_call_us) ||
-			 latency_us == RX_LATENCY_NONE ||
+			 latency_us >= rx__breaker_fast_bound(b) ||
 			 permit->tickets[1].flags == RX_TICKET_RELEASED))
 		return false;
 	bnow = rx__clock_peek(b->last_now_ns, now_ns);

@@ -562,11 +562,10 @@ void rx_guard_settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	unsigned v = (unsigned)obs->verdict;
 	if (v < RX_VERDICT_COUNT)
 		g->counters.settled[v] = rx__sat_add(g->counters.settled[v], 1);
-	/* The breaker's threshold in µs, 0 when it is off or absent (the
-	 * zeroed struct). */
-	uint64_t slow_us = g->breaker.slow_call_us;
-	if (slow_us > 0 && obs->verdict != RX_REJECTED &&
-	    obs->latency_us >= slow_us && obs->latency_us != RX_LATENCY_NONE)
+	/* The breaker's threshold is 0 when it is off or absent (the zeroed
+	 * struct). */
+	if (obs->verdict != RX_REJECTED &&
+	    rx__breaker_is_slow(&g->breaker, obs->latency_us))
 		g->counters.slow = rx__sat_add(g->counters.slow, 1);
 	g->steady = rx__guard_steady(g); /* ADR-587 */
 }

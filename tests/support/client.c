@@ -9,7 +9,7 @@
  *   client --port N [--host 127.0.0.1] [--requests R] [--threads T]
  *          [--keepalive] [--path P] [--timeout-ms MS] [--interval-ms MS]
  *          [--duration-ms MS] [--error-pause-ms MS] [--signal-io-ms MS]
- *          [--method M]
+ *          [--method M] [--quiet]
  *
  *   --requests R     requests per thread (default 1)
  *   --threads T      threads, each running its own loop (default 1)
@@ -36,6 +36,9 @@
  *                    inside it (waiting for a slot, holding a lock). At
  *                    the end, `signals=N handled=N` goes to stderr.
  *   --method M       request method (default GET)
+ *   --quiet          print no line per request (the instruction benchmarks:
+ *                    a line's cost grows with the digits of its times,
+ *                    which differ with and without a shim)
  *
  * Output: one line per request, flushed, in completion order:
  *   <thread> <start_ms> <latency_us> <status or 0> <errno name or OK>
@@ -70,6 +73,7 @@ static int port = -1;
 static long requests = 1;
 static long threads = 1;
 static int keepalive;
+static int quiet;
 static const char *path = "/";
 static const char *method = "GET";
 static long timeout_ms;
@@ -372,6 +376,8 @@ static void *worker(void *arg)
 						  1000000L};
 			nanosleep(&ts, NULL);
 		}
+		if (quiet)
+			continue;
 		pthread_mutex_lock(&out_mu);
 		printf("%ld %lld %lld %d %s %d\n", id, start / 1000, lat,
 		       status,
@@ -413,11 +419,15 @@ int main(int argc, char **argv)
 			keepalive = 1;
 			continue;
 		}
+		if (!strcmp(a, "--quiet")) {
+			quiet = 1;
+			continue;
+		}
 		if (!strcmp(a, "--help")) {
 			puts("usage: client --port N [--host 127.0.0.1] "
 			     "[--requests R] [--threads T] [--keepalive]\n"
 			     "              [--path P] [--timeout-ms MS] "
-			     "[--interval-ms MS] [--method M]");
+			     "[--interval-ms MS] [--method M] [--quiet]");
 			return 0;
 		}
 		if (!v) {
