@@ -329,11 +329,11 @@ bool rx__connect_fast_on;
  * unconnected IPv4 stream socket with no record, connected by a plain
  * thread (not inside the shim, nor in a curl transfer) to a guarded
  * address whose key the thread kept pinned, with no hook, deadline,
- * retry or RESILIX_KEY=host: every test before the admission changes
+ * retry or RESILIX_KEY=host: every test before the mark's take changes
  * nothing, and the kept pin's admission is the general one's
  * (rx__key_admit_kept). A fresh answer of the kept pin's - stale, or
- * "ask the general admission" - has changed nothing either, and the
- * general steps ask again.
+ * "ask the general admission" - has changed nothing either; the mark
+ * goes back and the general steps ask again.
  */
 __attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
 					      socklen_t len)
@@ -348,7 +348,7 @@ __attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
 	struct rx_guard *g;
 	struct rx_fd *e;
 	uint32_t epoch;
-	uint64_t m, now;
+	uint64_t m, taken, now;
 
 	if (!rx__connect_fast_on ||
 	    (rx__inside | rx__locks_held | rx__curl_active) != 0 ||
@@ -364,18 +364,26 @@ __attribute__((flatten)) int rx__connect_fast(int fd, const struct sockaddr *sa,
 	d = rx__dest_of(sa, len);
 	if (!d || !d->guarded || !(g = rx__key_kept(d->key, d->len, d->hash)))
 		return RX_CONNECT_GENERAL;
+	/* The mark taken, as rx__fd_mark_take: a close, duplicate or
+	 * socket() of the number since the read leaves the connect to the
+	 * general steps (ADR-671). */
+	taken = rx__fd_mark_taken(m);
+	if (!atomic_compare_exchange_strong_explicit(
+		&rx__fd_marks[fd], &m, taken, memory_order_relaxed,
+		memory_order_relaxed))
+		return RX_CONNECT_GENERAL;
 	rx__inside = 1;
 	now = rx__now_ns();
 	k = rx__key_admit_kept(g, now, &permit);
 	if (k == RX_KEPT_STALE || k == RX_KEPT_ASK) {
+		/* The mark back for the general steps' own take, unless a
+		 * close or socket() has rewritten it meanwhile. */
+		atomic_compare_exchange_strong_explicit(
+		    &rx__fd_marks[fd], &taken, m, memory_order_relaxed,
+		    memory_order_relaxed);
 		rx__inside = 0;
 		return RX_CONNECT_GENERAL;
 	}
-	/* The mark taken, as rx__fd_mark_take: RX_MARK_STREAM, valid. */
-	atomic_store_explicit(
-	    &rx__fd_marks[fd],
-	    m ^ (uint64_t)(RX_MARK_STREAM ^ RX_MARK_CONNECTING) << 32,
-	    memory_order_relaxed);
 	if (k != RX_KEPT_REFUSE) {
 		rx__key_kept_take();
 		if (k == RX_KEPT_QUEUE &&

@@ -90,27 +90,37 @@ static inline uint64_t rx__fd_mark_of(int fd)
 		   : 0;
 }
 
+/* rx__fd_mark_taken - what a connect leaves of the valid mark @m: after
+ * a connect a stream socket may be connected, so RX_MARK_STREAM becomes
+ * RX_MARK_CONNECTING (ADR-631) and any other kind goes; RX_MARK_NONBLOCK
+ * and the doubt's value stay. */
+static inline uint64_t rx__fd_mark_taken(uint64_t m)
+{
+	return (m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX)) |
+	       ((m & RX_MARK_KIND) == (uint64_t)RX_MARK_STREAM << 32
+		    ? (uint64_t)RX_MARK_CONNECTING << 32
+		    : 0);
+}
+
 /* rx__fd_mark_take - a connect on @fd: its mark's kind (0 when none, or
- * void), which no later connect takes again - after a connect, a stream
- * socket may be connected: RX_MARK_STREAM becomes RX_MARK_CONNECTING
- * (ADR-631), any other kind is cleared; RX_MARK_NONBLOCK stays. O(1);
+ * void), which no later connect takes again (rx__fd_mark_taken). One
+ * compare-and-swap: a close, duplicate or socket() of the number between
+ * the read and the write wins, and the connect reads nothing known - it
+ * never writes back a mark that a close cleared (ADR-671). O(1);
  * async-signal-safe. */
 static inline unsigned rx__fd_mark_take(int fd)
 {
 	uint64_t m = rx__fd_mark_of(fd);
-	unsigned kind = (unsigned)(m >> 32) & 0xffu;
 
 	if (m == 0) {
 		rx__fd_mark_clear(fd);
 		return 0;
 	}
-	atomic_store_explicit(
-	    &rx__fd_marks[fd],
-	    (m & ((uint64_t)RX_MARK_NONBLOCK << 32 | UINT32_MAX)) |
-		(kind == RX_MARK_STREAM ? (uint64_t)RX_MARK_CONNECTING << 32
-					: 0),
-	    memory_order_relaxed);
-	return kind;
+	if (!atomic_compare_exchange_strong_explicit(
+		&rx__fd_marks[fd], &m, rx__fd_mark_taken(m),
+		memory_order_relaxed, memory_order_relaxed))
+		return 0;
+	return (unsigned)(m >> 32) & 0xffu;
 }
 
 /*
