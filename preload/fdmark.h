@@ -174,15 +174,19 @@ static inline bool rx__fd_mark_nonblock(int fd)
 }
 
 /* rx__fd_mark_flags - fcntl(F_SETFL) set @fd's flags to @nonblock or not,
- * or ioctl(FIONBIO) its mode: a mark that holds follows. O(1). */
+ * or ioctl(FIONBIO) its mode: a mark that holds follows, by
+ * compare-and-swap, so that a close's clear or a connect's take meanwhile
+ * is never written over (ADR-671). O(1). */
 static inline void rx__fd_mark_flags(int fd, bool nonblock)
 {
 	uint64_t m = rx__fd_mark_of(fd), bit = (uint64_t)RX_MARK_NONBLOCK << 32;
+	uint32_t doubt = (uint32_t)m;
 
-	if (m)
-		atomic_store_explicit(&rx__fd_marks[fd],
-				      nonblock ? m | bit : m & ~bit,
-				      memory_order_relaxed);
+	while (m != 0 && (uint32_t)m == doubt &&
+	       !atomic_compare_exchange_weak_explicit(
+		   &rx__fd_marks[fd], &m, nonblock ? m | bit : m & ~bit,
+		   memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 #endif
