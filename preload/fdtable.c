@@ -26,8 +26,9 @@
  * never to an error (socket_wrapper makes the same trade with its fixed
  * table).
  *
- * Records are guarded by RX_FD_STRIPES stripe locks (record index modulo
- * the stripe count) instead of a lock per record, so a forked child can
+ * Records are guarded by RX_FD_STRIPES stripe locks (a record's slot in
+ * memory modulo the stripe count, rx__fd_lock) instead of a lock per
+ * record, so a forked child can
  * reset every lock in constant time without touching the whole table.
  *
  * A record's life is here too: attached at a connect, shared by a

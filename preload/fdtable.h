@@ -202,10 +202,13 @@ struct rx_fd_stripe {
 extern struct rx_fd_stripe rx__fd_stripes[RX_FD_STRIPES] RX_HIDDEN;
 
 /* rx__fd_lock - the stripe lock that guards record @e. Inline: it is
- * taken on every tracked operation. O(1). */
+ * taken on every tracked operation. By the record's slot in memory, its
+ * address over the slot's size: consecutive records take consecutive
+ * stripes as by their index, without a load of the pool's base. O(1). */
 static inline struct rx_lock *rx__fd_lock(const struct rx_fd *e)
 {
-	return &rx__fd_stripes[(size_t)(e - rx__fd_pool) & (RX_FD_STRIPES - 1)]
+	return &rx__fd_stripes[((uintptr_t)e / RX_FD_ENTRY_BYTES) &
+			       (RX_FD_STRIPES - 1)]
 		    .lock;
 }
 
