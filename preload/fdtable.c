@@ -28,8 +28,8 @@
  *
  * Records are guarded by RX_FD_STRIPES stripe locks (a record's slot in
  * memory modulo the stripe count, rx__fd_lock) instead of a lock per
- * record, so a forked child can
- * reset every lock in constant time without touching the whole table.
+ * record, so a forked child can reset every lock in constant time without
+ * touching the whole table.
  *
  * A record's life is here too: attached at a connect, shared by a
  * duplicate, unmapped number by number, ended when its last number goes
