@@ -51,14 +51,15 @@ enum {
 	CMD_XREAD = 1 << 1, /* XREAD(GROUP): blocks when an argument is BLOCK */
 	CMD_BLOCKING = 1 << 2, /* it blocks by design: its wait is no latency */
 	CMD_LATER = 1 << 3,    /* the command read is not the call's first */
-	CMD_BEHIND = 1 << 4 /* a later one blocks: it waits after the answer */
+	CMD_BEHIND = 1 << 4, /* a later one blocks: it waits after the answer */
+	CMD_REPLICA = 1 << 5 /* SYNC or PSYNC: a replication link (ADR-667) */
 };
 
 /* Matcher tables. */
 enum { T_NONE = 0, T_ERRORS, T_PUSH, T_CMDS, T_BLOCK };
 
 /* What a command name in T_CMDS says. */
-enum { BLOCKS = 1, BLOCKS_WITH_ARG };
+enum { BLOCKS = 1, BLOCKS_WITH_ARG, REPLICATES };
 
 struct word {
 	const char *text;
@@ -105,6 +106,9 @@ static const struct word blocking_words[] = {
     WORD("BZPOPMAX", BLOCKS),	WORD("BZMPOP", BLOCKS),
     WORD("WAIT", BLOCKS),	WORD("WAITAOF", BLOCKS),
     WORD("XREAD", BLOCKS_WITH_ARG), WORD("XREADGROUP", BLOCKS_WITH_ARG),
+    /* Not blocking: the command that turns the connection into a
+     * replication link, whose traffic is no call (ADR-667). */
+    WORD("SYNC", REPLICATES),	WORD("PSYNC", REPLICATES),
 };
 
 static const struct word block_arg_words[] = {
@@ -387,6 +391,8 @@ static void cmd_matched(struct rx_redis *r)
 				   (r->cmd & CMD_LATER ? CMD_BEHIND : CMD_BLOCKING));
 	else if (kind == BLOCKS_WITH_ARG)
 		r->cmd |= CMD_XREAD;
+	else if (kind == REPLICATES)
+		r->cmd |= CMD_REPLICA;
 }
 
 /* One character of the word matched, or -1 at its end. */
@@ -601,6 +607,9 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 					cmd_step(r, c);
 				else if (*sd.num == 1)
 					cmd_step(r, -1);
+				if (r->cmd & CMD_REPLICA)
+					return terminal(r, RX_WIRE_NO_CALL, ev,
+							i);
 				if (*sd.num == 0)
 					*sd.state = ST_TYPE;
 				break;
@@ -634,6 +643,8 @@ static size_t feed(struct rx_redis *r, bool server, const uint8_t *buf,
 			i++;
 			if (r->cm.table == T_CMDS)
 				cmd_step(r, c == '\n' || is_blank(c) ? -1 : c);
+			if (r->cmd & CMD_REPLICA)
+				return terminal(r, RX_WIRE_NO_CALL, ev, i);
 			if (c == '\n') {
 				*sd.state = ST_TYPE;
 				*sd.fl = 0;

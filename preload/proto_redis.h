@@ -69,8 +69,10 @@ enum rx_wire_claim rx__redis_claim(const uint8_t *buf, size_t n);
 /*
  * rx__redis_write - feed bytes the program wrote (ADR-404).
  * @r: the connection's state. @buf, @n: the bytes (n may be 0).
- * @ev: set to MORE, START (a command begins while no call is open) or
- *      OTHER (not RESP). Never NULL.
+ * @ev: set to MORE, START (a command begins while no call is open),
+ *      OTHER (not RESP) or NO_CALL (a SYNC or PSYNC was written: the
+ *      connection is a replication link from here on, ADR-667). Never
+ *      NULL.
  * Returns the bytes consumed: n for MORE; for START, through the byte
  * that made the command certain - the end of a "*N\r\n" header with
  * N >= 1, or the first non-blank byte of an inline line (blank lines

@@ -75,6 +75,17 @@ static inline struct rx__entry *rx__entries(const struct rx_registry *r)
 					    r->entries_off);
 }
 
+/* The entries from this index on were never used since the block was
+ * formatted: zero, free, their pages possibly never touched. A scan for
+ * live keys stops here, so a fork's or an exit's walk over a registry of
+ * a few keys faults in a few pages, not one per entry (ADR-666). A count
+ * out of range (a torn shared header) scans every entry. */
+static inline uint32_t rx__entries_used(const struct rx_registry *r)
+{
+	return r->unused <= r->cfg.max_keys ? r->cfg.max_keys - r->unused
+					    : r->cfg.max_keys;
+}
+
 static inline uint32_t *rx__table(const struct rx_registry *r)
 {
 	return (uint32_t *)(void *)((char *)(uintptr_t)r + r->table_off);

@@ -611,7 +611,7 @@ void rx_registry_pin(struct rx_registry *r, struct rx_guard *g, uint32_t n)
 
 struct rx_guard *rx_registry_guard_at(struct rx_registry *r, uint32_t index)
 {
-	if (r == NULL || index >= r->cfg.max_keys ||
+	if (r == NULL || index >= rx__entries_used(r) ||
 	    rx__entries(r)[index].list == RX__LIST_FREE)
 		return NULL;
 	return &rx__entries(r)[index].guard;
@@ -658,7 +658,9 @@ void rx_registry_foreach(struct rx_registry *r,
 				    struct rx_guard *g),
 			 void *arg)
 {
-	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
+	uint32_t used = rx__entries_used(r);
+
+	for (uint32_t i = 0; i < used; i++) {
 		struct rx__entry *e = &rx__entries(r)[i];
 		if (e->list != RX__LIST_FREE)
 			fn(arg, e->key, &e->guard);

@@ -103,7 +103,7 @@ static struct rx_window_slot *slot_at(const struct rx_window *w, uint32_t i)
 size_t rx_snapshot_size(const struct rx_registry *r)
 {
 	size_t n = HEADER_SIZE + TRAILER_SIZE;
-	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
+	for (uint32_t i = 0; i < rx__entries_used(r); i++) {
 		const struct rx__entry *e = live_entry(r, i);
 		if (e != NULL)
 			n += 2 + e->key_len + ENTRY_FIXED +
@@ -131,7 +131,7 @@ int rx_snapshot_write(const struct rx_registry *r, uint64_t now_ns,
 	put(&c, wall_ns, 8);
 	put(&c, r->count, 4);
 	put(&c, 0, 4);
-	for (uint32_t i = 0; i < r->cfg.max_keys; i++) {
+	for (uint32_t i = 0; i < rx__entries_used(r); i++) {
 		const struct rx__entry *e = live_entry(r, i);
 		if (e == NULL)
 			continue;
