@@ -78,10 +78,36 @@ static RX__INLINE enum rx_decision rx__breaker_admit(struct rx_breaker *b,
 	return RX_ADMIT;
 }
 
-/* Record one closed-state settlement and trip if a condition holds. The
- * rates are compared through cut-offs cached for the window's size, which
- * stays put once the window is full: a division per settlement becomes
- * two integer comparisons (ADR-183). */
+/* rx__breaker_judge_closed - a closed breaker's trip rules on its counts
+ * as they stand at @now: the consecutive-failure backstop, then the
+ * failure and slow-call rates over a window of at least the minimum
+ * calls (or a starved one's floor). After each settlement, and after a
+ * restore from a snapshot, which may bring counts past a rule (ADR-684).
+ * The rates are compared through cut-offs cached for the window's size,
+ * which stays put once the window is full: a division per settlement
+ * becomes two integer comparisons (ADR-183). */
+static RX__INLINE void rx__breaker_judge_closed(struct rx_breaker *b,
+						uint64_t now)
+{
+	const struct rx_window *w = &b->window;
+	uint32_t n = w->count;
+
+	if (b->cfg.consecutive_backstop > 0 &&
+	    b->consecutive_failures >= b->cfg.consecutive_backstop) {
+		rx__breaker_trip(b, now);
+		return;
+	}
+	if (n < b->min_calls && !(b->starving && n >= RX__STARVED_MIN_CALLS))
+		return;
+	if (RX__UNLIKELY(n != b->cutoff_n))
+		rx__breaker_cutoffs(b, n);
+	if (RX__UNLIKELY(w->failures >= b->failure_cutoff ||
+			 (b->slow_call_us > 0 && w->slow >= b->slow_cutoff)))
+		rx__breaker_trip(b, now);
+}
+
+/* Record one closed-state settlement and trip if a condition holds
+ * (rx__breaker_judge_closed). */
 static RX__INLINE void rx__breaker_record_closed(struct rx_breaker *b,
 						 uint64_t now, bool failure,
 						 bool slow, enum rx_verdict v)
@@ -101,20 +127,7 @@ static RX__INLINE void rx__breaker_record_closed(struct rx_breaker *b,
 		    rx__sat_inc32(b->consecutive_failures);
 	else if (v == RX_SUCCESS || v == RX_ANSWERED)
 		b->consecutive_failures = 0;
-
-	if (b->cfg.consecutive_backstop > 0 &&
-	    b->consecutive_failures >= b->cfg.consecutive_backstop) {
-		rx__breaker_trip(b, now);
-		return;
-	}
-	uint32_t n = w->count;
-	if (n < b->min_calls && !(b->starving && n >= RX__STARVED_MIN_CALLS))
-		return;
-	if (RX__UNLIKELY(n != b->cutoff_n))
-		rx__breaker_cutoffs(b, n);
-	if (RX__UNLIKELY(w->failures >= b->failure_cutoff ||
-			 (b->slow_call_us > 0 && w->slow >= b->slow_cutoff)))
-		rx__breaker_trip(b, now);
+	rx__breaker_judge_closed(b, now);
 }
 
 /* rx_breaker_settle. */

@@ -29,6 +29,7 @@
  */
 #include <string.h>
 
+#include "breaker-inl.h"
 #include "common.h"
 #include "registry-inl.h"
 #include "resilix/error.h"
@@ -257,6 +258,12 @@ static void apply_breaker(struct rx_breaker *b, const struct parsed *p,
 		b->state = (enum rx_breaker_state)p->state;
 	}
 	b->probes_in_flight = 0;
+	/* Processes side by side each add their calls at exit, so the file
+	 * can hold counts past a trip rule that none of them saw settle:
+	 * the first process to read them trips before its first call
+	 * (ADR-684). */
+	if (b->state == RX_BREAKER_CLOSED)
+		rx__breaker_judge_closed(b, now);
 }
 
 /* The snapshot's slot @k of entry @p: its time on our clock and flags. */

@@ -606,6 +606,51 @@ static void test_merge_overlapping_processes_add_up(void)
 	rx_registry_destroy(base);
 }
 
+/* ADR-684: two processes start from a file with two failures on k and
+ * fail once more each, three in a row as each sees it, below the
+ * backstop (4); the second's merge at exit writes four. The next process
+ * trips as it reads the file, before its first call, which is refused. */
+static void test_hydrate_trips_on_added_up_counts(void)
+{
+	struct rx_guard_config gc = guard_cfg();
+	struct rx_registry *base = make(16, 600000, &gc);
+	size_t len0, len1, len2;
+	call(base, "k", 100 * S, RX_TRANSIENT, 1);
+	call(base, "k", 100 * S, RX_TRANSIENT, 1);
+	unsigned char *f0 = snap(base, 100 * S, WALL + 100 * S, &len0);
+	struct rx_registry *a = started(f0, len0, 101 * S, &gc);
+	struct rx_registry *b = started(f0, len0, 101 * S, &gc);
+
+	call(a, "k", 102 * S, RX_TRANSIENT, 1);
+	call(b, "k", 103 * S, RX_TRANSIENT, 1);
+	CU_ASSERT_EQUAL(key_stats(a, "k", 103 * S).state, RX_BREAKER_CLOSED);
+	CU_ASSERT_EQUAL(key_stats(b, "k", 103 * S).state, RX_BREAKER_CLOSED);
+	unsigned char *f1 = snap(b, 104 * S, WALL + 104 * S, &len1);
+	CU_ASSERT_EQUAL(
+	    rx_snapshot_merge(a, f1, len1, 105 * S, WALL + 105 * S, 101 * S),
+	    RX_OK);
+	unsigned char *f2 = snap(a, 106 * S, WALL + 106 * S, &len2);
+	struct rx_registry *c = started(f2, len2, 107 * S, &gc);
+	struct rx_breaker_stats s = key_stats(c, "k", 107 * S);
+	CU_ASSERT_EQUAL(s.state, RX_BREAKER_OPEN);
+	CU_ASSERT_EQUAL(s.consecutive_failures, 4);
+
+	struct rx_guard *g = rx_registry_acquire(c, "k", 1, 107 * S);
+	struct rx_admit_ctx ctx = {.now_ns = 107 * S};
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_NOT_EQUAL(rx_guard_admit(g, &ctx, &p, &why), RX_ADMIT);
+	rx_registry_release(c, g);
+	free(f0);
+	free(f1);
+	free(f2);
+	rx_registry_destroy(a);
+	rx_registry_destroy(b);
+	rx_registry_destroy(c);
+	rx_registry_destroy(base);
+}
+
 /* The merged window keeps the newest window-size calls of both, in time
  * order, whichever side they come from and wherever ours sat in the
  * ring; their slots aged past the window's max age are left out. */
@@ -775,6 +820,8 @@ int main(void)
 	     test_merge_open_replaces_unless_pinned},
 	    {"merge: overlapping processes add up",
 	     test_merge_overlapping_processes_add_up},
+	    {"hydrate: counts added up past a rule trip at once",
+	     test_hydrate_trips_on_added_up_counts},
 	    {"merge: window order and bounds", test_merge_window_order_and_bounds},
 	    {"merge: a running open period wins",
 	     test_merge_running_open_period_wins},
