@@ -36,7 +36,9 @@
  * attributed once, by the layer that knows most about it. The settlement
  * reads the CURLcode, CURLINFO_RESPONSE_CODE and the time to first byte
  * (CURLINFO_STARTTRANSFER_TIME_T, microseconds) through the real
- * curl_easy_getinfo, and classifies them with the table of
+ * curl_easy_getinfo - for a transfer that sends a body, the arrival of
+ * its final status line instead, which libcurl before 8.3.0 does not
+ * report (ADR-662) - and classifies them with the table of
  * curl_verdict.c (ADR-153): an http(s) transfer that got its final
  * status is judged by it, at its first byte, whatever error ended it
  * later (ADR-241).
@@ -229,7 +231,8 @@ static void bind_real(void)
 	X(RX_CURLOPT_CURLU, a)                                                 \
 	X(RX_CURLOPT_UNIX_SOCKET_PATH, a)                                      \
 	X(RX_CURLOPT_ABSTRACT_UNIX_SOCKET, a)                                  \
-	X(RX_CURLOPT_CONNECT_ONLY, a)
+	X(RX_CURLOPT_CONNECT_ONLY, a)                                          \
+	RX_CURL_CB_FORWARD_OPTIONS(X, a)
 
 /*
  * A filter of those options, a bit per (option mod 1024), computed by the
@@ -253,8 +256,10 @@ _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] = {
     FILTER_WORD(4),  FILTER_WORD(5),  FILTER_WORD(6),  FILTER_WORD(7),
     FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
     FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
-/* The filter without the retry's options, for a process that neither
- * retries nor hedges: nothing reads what they teach (ADR-564). */
+/* The filter without the retry's time bounds, for a process that
+ * neither retries nor hedges: nothing reads what they teach (ADR-564).
+ * The callbacks stay: a transfer that sends a body forwards them
+ * (ADR-662). */
 static const uint64_t layer_filter[FILTER_WORDS] = {
     LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
     LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
@@ -275,8 +280,7 @@ static bool maybe_learnt(int option)
 #endif
 
 /* Once the configuration is in force (the shim ready), narrow the filter
- * to the layer's own options when the retry's callbacks and bound are
- * never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
+ * to the layer's own options when the retry's bound is never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
  * the process's life. Another thread reads either filter, a superset of
  * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
@@ -757,6 +761,13 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 		real.cleanup(h);
 }
 
+/* Does @st's transfer send a request body (PUT, POST, a form)? */
+static bool sends_body(const struct rx_curl_handle *st)
+{
+	return st->upload || st->httpreq == RX_CURL_REQ_POST ||
+	       st->httpreq == RX_CURL_REQ_PUT;
+}
+
 RX_EXPORT int curl_easy_perform(void *h)
 {
 	struct rx_gate_permit permit;
@@ -767,6 +778,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	void *ih = h; /* whose CURLINFO describes the transfer (ADR-472) */
 	rx_curl_off_t ttfb_us = 0;
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
+	uint64_t answer = 0; /* the status line's arrival, when timed */
 	enum rx_verdict v;
 	size_t klen;
 	uint32_t hash;
@@ -822,16 +834,21 @@ RX_EXPORT int curl_easy_perform(void *h)
 
 	rx__curl_active = 1;
 	astart = start;
-	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
+	/* A transfer that sends a body runs with our header callback too,
+	 * which times its answer: libcurl before 8.3.0 puts its first byte
+	 * where the body started to go out (ADR-662). */
+	if (rx__retry_on() || rx__cfg.hedge || sends_body(st)) {
+		/* One admission (ADR-467). */
 		const char *method = rx__curl_method_of(st);
 		struct rx_curl_transfer t = {
 		    h, &st->cb, rx__curl_idempotent(method), http, g, key,
 		    start, start, 0, real.perform, real.setopt, real.getinfo,
 		    rx__curl_hedgeable(method, http), st->errbuf,
-		    real.duphandle, real.cleanup, NULL};
+		    real.duphandle, real.cleanup, NULL, 0};
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;
+		answer = t.answer_ns;
 		ih = rx__curl_hedge_keep(h, t.info, real.cleanup);
 	} else {
 		rc = real.perform(h);
@@ -866,9 +883,13 @@ RX_EXPORT int curl_easy_perform(void *h)
 	 * its first byte: libcurl's may be an interim 100 Continue's, or
 	 * the EOF that ended it (ADR-241). */
 	first_byte = end; /* of the last attempt, when it was retried */
-	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - astart &&
-	    (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)))
-		first_byte = astart + (uint64_t)ttfb_us * RX_NS_PER_US;
+	if (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)) {
+		if (answer > astart && answer <= end)
+			first_byte = answer; /* the final status line's */
+		else if (ttfb_us > 0 &&
+			 (uint64_t)ttfb_us * RX_NS_PER_US < end - astart)
+			first_byte = astart + (uint64_t)ttfb_us * RX_NS_PER_US;
+	}
 	/* RESILIX_TIMEOUT_MS judges, never cuts (ADR-145): an answer that
 	 * came after the deadline is a timeout, though the program has it.
 	 * What says nothing about the destination stays so. */

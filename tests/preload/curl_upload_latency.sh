@@ -1,0 +1,90 @@
+#!/bin/bash
+# curl_upload_latency.sh - a libcurl transfer that sends a body is timed
+# to its answer's status line, not to when its body started to go out
+# (ADR-662).
+#
+# Before 8.3.0, libcurl's CURLINFO_STARTTRANSFER_TIME_T for a body sent
+# after the request head - a PUT (curl -T), a POST of more than 64 KiB,
+# a form - is the moment the body's first byte was sent: 0.2 ms for an
+# answer that came 600 ms later, so an upload to a slow upstream was
+# never slow and never a timeout. Each curl process here makes 6 such
+# transfers to an upstream that answers 600 ms after the body; with
+# RESILIX_SLOW_CALL_MS=300 each is settled slow, with a latency of at
+# least 500 ms, and the slow-call rate opens the breaker at the fifth.
+# A POST whose answer streams (200 at once, then a chunk every 100 ms,
+# cut by curl -m) stays timed to its status line: a success, not slow.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/curl_lib.sh"
+rx_require_build
+rx_need python3 head
+
+N=6
+guard=(RESILIX_LOG=debug RESILIX_SLOW_CALL_MS=300 RESILIX_MIN_CALLS=5
+	RESILIX_CONSECUTIVE_BACKSTOP=0 RESILIX_OPEN_MS=30000)
+out=$RX_TMP/out err=$RX_TMP/err
+rx_dump_on_fail "$out" "$err"
+body=$RX_TMP/body
+head -c 200000 /dev/zero >"$body"
+
+# latencies FILE: the latency_us of each curl-layer settlement, one line.
+latencies() {
+	grep 'event=settle ' "$1" | grep ' at=curl' |
+		sed -n 's/.* latency_us=\([0-9]*\).*/\1/p' | tr '\n' ' ' |
+		sed 's/ $//'
+}
+
+# urls OPT URL: $N transfers of URL, each with OPT and its own -o.
+urls() {
+	local _
+	for _ in $(seq 1 $N); do
+		printf '%s\n' -o /dev/null "$@"
+	done
+}
+
+# slow_uploads NAME OPTS...: N transfers sending the body with OPTS.
+slow_uploads() {
+	local name=$1 lat x
+	shift
+	rx_upstream_start "$name" --phases 0:slow:600
+	mapfile -t args < <(urls "$@" "http://127.0.0.1:$RX_PORT/up")
+	rx_shim "${guard[@]}" curl -s -H 'Expect:' \
+		-w '%{http_code} %{exitcode}\n' "${args[@]}" >"$out" 2>"$err"
+	rx_assert_eq "$name: answered, then refused" \
+		"200 0,200 0,200 0,200 0,200 0,000 7" "$(paste -sd, "$out")"
+	lat=$(latencies "$err")
+	for x in $lat; do
+		[ "$x" -ge 500000 ] ||
+			rx_fail "$name: latency is not the answer's: $lat us"
+	done
+	rx_log "ok: $name: latencies (us, >= 500000) = $lat"
+	rx_assert_eq "$name: the slow-call rate opens the breaker" 1 \
+		"$(grep -c 'event=breaker-transition from=closed to=open reason=slow-call-rate' "$err")"
+	rx_upstream_stop "$name"
+}
+
+if rx_usable curl; then
+	slow_uploads put -T "$body"
+	slow_uploads post --data-binary "@$body"
+	slow_uploads form -F "f=@$body"
+
+	rx_upstream_start s --phases 0:stream:100
+	mapfile -t args < <(urls --data-binary "@$body" \
+		"http://127.0.0.1:$RX_PORT/events")
+	rx_shim "${guard[@]}" curl -s -m 0.5 -H 'Expect:' \
+		-w '%{http_code} %{exitcode}\n' "${args[@]}" >"$out" 2>"$err"
+	rx_assert_eq "streamed answer: 200, then curl's timeout (28)" $N \
+		"$(grep -c '^200 28$' "$out")"
+	lat=$(latencies "$err")
+	for x in $lat; do
+		[ "$x" -lt 250000 ] ||
+			rx_fail "streamed answer: latency is not the status line's: $lat us"
+	done
+	rx_log "ok: streamed answer: latencies (us, < 250000) = $lat"
+	rx_assert_no_grep "streamed answer: no breaker opens" \
+		'event=breaker-transition' "$err"
+	rx_upstream_stop s
+else
+	echo "SKIP: $RX_NAME: no usable curl"
+	exit 77
+fi
+rx_pass
