@@ -41,22 +41,36 @@ urls() {
 	done
 }
 
-# slow_uploads NAME OPTS...: N transfers sending the body with OPTS.
-slow_uploads() {
-	local name=$1 lat x
-	shift
-	rx_upstream_start "$name" --phases 0:slow:600
-	mapfile -t args < <(urls "$@" "http://127.0.0.1:$RX_PORT/up")
-	rx_shim "${guard[@]}" curl -s -H 'Expect:' \
+# transfers NAME PHASES PATH CURL_OPT URL_OPTS...: N transfers with
+# URL_OPTS each to a fresh upstream running PHASES, by one curl process.
+transfers() {
+	local name=$1 phases=$2 path=$3 copt=$4
+	shift 4
+	rx_upstream_start "$name" --phases "$phases"
+	mapfile -t args < <(urls "$@" "http://127.0.0.1:$RX_PORT$path")
+	rx_shim "${guard[@]}" curl -s $copt -H 'Expect:' \
 		-w '%{http_code} %{exitcode}\n' "${args[@]}" >"$out" 2>"$err"
-	rx_assert_eq "$name: answered, then refused" \
-		"200 0,200 0,200 0,200 0,200 0,000 7" "$(paste -sd, "$out")"
+}
+
+# check_latencies NAME OP BOUND WHAT: every curl-layer latency is OP BOUND.
+check_latencies() {
+	local lat x
 	lat=$(latencies "$err")
 	for x in $lat; do
-		[ "$x" -ge 500000 ] ||
-			rx_fail "$name: latency is not the answer's: $lat us"
+		[ "$x" "$2" "$3" ] ||
+			rx_fail "$1: latency is not $4: $lat us"
 	done
-	rx_log "ok: $name: latencies (us, >= 500000) = $lat"
+	rx_log "ok: $1: latencies (us, $2 $3) = $lat"
+}
+
+# slow_uploads NAME OPTS...: N transfers sending the body with OPTS.
+slow_uploads() {
+	local name=$1
+	shift
+	transfers "$name" 0:slow:600 /up "" "$@"
+	rx_assert_eq "$name: answered, then refused" \
+		"200 0,200 0,200 0,200 0,200 0,000 7" "$(paste -sd, "$out")"
+	check_latencies "$name" -ge 500000 "the answer's"
 	rx_assert_eq "$name: the slow-call rate opens the breaker" 1 \
 		"$(grep -c 'event=breaker-transition from=closed to=open reason=slow-call-rate' "$err")"
 	rx_upstream_stop "$name"
@@ -67,19 +81,10 @@ if rx_usable curl; then
 	slow_uploads post --data-binary "@$body"
 	slow_uploads form -F "f=@$body"
 
-	rx_upstream_start s --phases 0:stream:100
-	mapfile -t args < <(urls --data-binary "@$body" \
-		"http://127.0.0.1:$RX_PORT/events")
-	rx_shim "${guard[@]}" curl -s -m 0.5 -H 'Expect:' \
-		-w '%{http_code} %{exitcode}\n' "${args[@]}" >"$out" 2>"$err"
+	transfers s 0:stream:100 /events "-m 0.5" --data-binary "@$body"
 	rx_assert_eq "streamed answer: 200, then curl's timeout (28)" $N \
 		"$(grep -c '^200 28$' "$out")"
-	lat=$(latencies "$err")
-	for x in $lat; do
-		[ "$x" -lt 250000 ] ||
-			rx_fail "streamed answer: latency is not the status line's: $lat us"
-	done
-	rx_log "ok: streamed answer: latencies (us, < 250000) = $lat"
+	check_latencies "streamed answer" -lt 250000 "the status line's"
 	rx_assert_no_grep "streamed answer: no breaker opens" \
 		'event=breaker-transition' "$err"
 	rx_upstream_stop s
