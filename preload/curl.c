@@ -280,8 +280,9 @@ static bool maybe_learnt(int option)
 #endif
 
 /* Once the configuration is in force (the shim ready), narrow the filter
- * to the layer's own options when the retry's bound is never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
- * the process's life. Another thread reads either filter, a superset of
+ * to the layer's own options when the retry's bound is never read:
+ * RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for the
+ * process's life. Another thread reads either filter, a superset of
  * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
 {
