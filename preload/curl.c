@@ -36,7 +36,9 @@
  * attributed once, by the layer that knows most about it. The settlement
  * reads the CURLcode, CURLINFO_RESPONSE_CODE and the time to first byte
  * (CURLINFO_STARTTRANSFER_TIME_T, microseconds) through the real
- * curl_easy_getinfo, and classifies them with the table of
+ * curl_easy_getinfo - for a transfer that sends a body, the arrival of
+ * its final status line instead, which libcurl before 8.3.0 does not
+ * report (ADR-662) - and classifies them with the table of
  * curl_verdict.c (ADR-153): an http(s) transfer that got its final
  * status is judged by it, at its first byte, whatever error ended it
  * later (ADR-241).
@@ -160,9 +162,23 @@ static void *lookup(const char *name, void *ours)
 	return rx__symbol_real(name, ours, rx__curl_sonames, RX_CURL_NSONAMES);
 }
 
+/* libcurl's CURLINFO_STARTTRANSFER_TIME_T is the answer's first byte for
+ * every transfer (8.3.0 and later); before, for a transfer that sends a
+ * body it is where the body started to go out (ADR-662). */
+static bool ttfb_sound;
+/* The head of libcurl's curl_version_info_data, as every version since
+ * 7.10 lays it out. */
+struct curl_version_head {
+	int age;
+	const char *version;
+	unsigned int version_num; /* 0xXXYYZZ */
+};
+typedef const struct curl_version_head *(*version_fn)(int);
+
 static void bind_all(void)
 {
 	int saved = errno;
+	version_fn version;
 
 	real.init =
 	    (init_fn)lookup("curl_easy_init", (void *)self_curl_easy_init);
@@ -177,6 +193,12 @@ static void bind_all(void)
 	real.duphandle = (duphandle_fn)lookup("curl_easy_duphandle",
 					      (void *)self_curl_easy_duphandle);
 	real.getinfo = (getinfo_fn)lookup("curl_easy_getinfo", NULL);
+	version = (version_fn)lookup("curl_version_info", NULL);
+	if (version) {
+		const struct curl_version_head *v = version(0);
+
+		ttfb_sound = v && v->version_num >= 0x080300;
+	}
 	rx__curl_text_learn((const void *)real.init); /* ADR-592 */
 	if (real.setopt) {
 		atomic_store_explicit(&rx__curl_setopt_next, real.setopt,
@@ -230,6 +252,11 @@ static void bind_real(void)
 	X(RX_CURLOPT_UNIX_SOCKET_PATH, a)                                      \
 	X(RX_CURLOPT_ABSTRACT_UNIX_SOCKET, a)                                  \
 	X(RX_CURLOPT_CONNECT_ONLY, a)
+/* The layer's own and the callbacks, for a process that times the
+ * transfers that send a body through them (ADR-662, ADR-685). */
+#define BODY_OPTIONS(X, a)                                                     \
+	LAYER_OPTIONS(X, a)                                                    \
+	RX_CURL_CB_FORWARD_OPTIONS(X, a)
 
 /*
  * A filter of those options, a bit per (option mod 1024), computed by the
@@ -247,6 +274,7 @@ static void bind_real(void)
 	| ((((o) & (FILTER_BITS - 1)) >> 6) == (w) ? UINT64_C(1) << ((o) & 63) : 0)
 #define FILTER_WORD(w) (0 LEARNT_OPTIONS(FILTER_BIT, w))
 #define LAYER_WORD(w) (0 LAYER_OPTIONS(FILTER_BIT, w))
+#define BODY_WORD(w) (0 BODY_OPTIONS(FILTER_BIT, w))
 extern _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] RX_HIDDEN;
 _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] = {
     FILTER_WORD(0),  FILTER_WORD(1),  FILTER_WORD(2),  FILTER_WORD(3),
@@ -254,13 +282,23 @@ _Atomic uint64_t rx__curl_learnt_filter[FILTER_WORDS] = {
     FILTER_WORD(8),  FILTER_WORD(9),  FILTER_WORD(10), FILTER_WORD(11),
     FILTER_WORD(12), FILTER_WORD(13), FILTER_WORD(14), FILTER_WORD(15)};
 /* The filter without the retry's options, for a process that neither
- * retries nor hedges: nothing reads what they teach (ADR-564). */
+ * retries nor hedges: nothing reads what they teach (ADR-564); with the
+ * callbacks, when it times bodies through them (body_timing). */
 static const uint64_t layer_filter[FILTER_WORDS] = {
     LAYER_WORD(0),  LAYER_WORD(1),  LAYER_WORD(2),  LAYER_WORD(3),
     LAYER_WORD(4),  LAYER_WORD(5),  LAYER_WORD(6),  LAYER_WORD(7),
     LAYER_WORD(8),  LAYER_WORD(9),  LAYER_WORD(10), LAYER_WORD(11),
     LAYER_WORD(12), LAYER_WORD(13), LAYER_WORD(14), LAYER_WORD(15)};
+static const uint64_t body_filter[FILTER_WORDS] = {
+    BODY_WORD(0),  BODY_WORD(1),  BODY_WORD(2),  BODY_WORD(3),
+    BODY_WORD(4),  BODY_WORD(5),  BODY_WORD(6),  BODY_WORD(7),
+    BODY_WORD(8),  BODY_WORD(9),  BODY_WORD(10), BODY_WORD(11),
+    BODY_WORD(12), BODY_WORD(13), BODY_WORD(14), BODY_WORD(15)};
 static atomic_bool filter_final; /* the filter is what stays */
+/* A transfer that sends a body is timed by the callbacks: libcurl's timer
+ * is unsound and a slow-call threshold or a timeout reads the latency
+ * (ADR-685). Set with the filter, before any perform reads it. */
+static bool body_timing;
 
 #if !RX_CURL_ARG_IN_REGISTER
 static bool maybe_learnt(int option)
@@ -275,20 +313,24 @@ static bool maybe_learnt(int option)
 #endif
 
 /* Once the configuration is in force (the shim ready), narrow the filter
- * to the layer's own options when the retry's callbacks and bound are
- * never read: RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for
- * the process's life. Another thread reads either filter, a superset of
+ * to the layer's own options when the retry's bound is never read:
+ * RESILIX_RETRY_ATTEMPTS at most 1 and no hedging, fixed for the
+ * process's life. Another thread reads either filter, a superset of
  * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
 {
+	const uint64_t *f;
 	size_t i;
 
+	body_timing = !ttfb_sound &&
+		      (rx__cfg.guard.breaker.slow_call_ms > 0 ||
+		       rx__cfg.timeout_ms > 0);
+	f = body_timing ? body_filter : layer_filter;
 	if (!rx__retry_on() && !rx__cfg.hedge)
 		for (i = 0; i < FILTER_WORDS; i++)
-			atomic_store_explicit(&rx__curl_learnt_filter[i],
-					      layer_filter[i],
+			atomic_store_explicit(&rx__curl_learnt_filter[i], f[i],
 					      memory_order_relaxed);
-	atomic_store_explicit(&filter_final, true, memory_order_relaxed);
+	atomic_store_explicit(&filter_final, true, memory_order_release);
 }
 
 static void copy_str(char *dst, size_t size, const char *s)
@@ -757,6 +799,13 @@ RX_EXPORT void curl_easy_cleanup(void *h)
 		real.cleanup(h);
 }
 
+/* Does @st's transfer send a request body (PUT, POST, a form)? */
+static bool sends_body(const struct rx_curl_handle *st)
+{
+	return st->upload || st->httpreq == RX_CURL_REQ_POST ||
+	       st->httpreq == RX_CURL_REQ_PUT;
+}
+
 RX_EXPORT int curl_easy_perform(void *h)
 {
 	struct rx_gate_permit permit;
@@ -767,6 +816,8 @@ RX_EXPORT int curl_easy_perform(void *h)
 	void *ih = h; /* whose CURLINFO describes the transfer (ADR-472) */
 	rx_curl_off_t ttfb_us = 0;
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
+	uint64_t answer = 0; /* the status line's arrival, when timed */
+	bool body; /* sends a body that libcurl's own timer cannot time */
 	enum rx_verdict v;
 	size_t klen;
 	uint32_t hash;
@@ -822,16 +873,22 @@ RX_EXPORT int curl_easy_perform(void *h)
 
 	rx__curl_active = 1;
 	astart = start;
-	if (rx__retry_on() || rx__cfg.hedge) { /* one admission (ADR-467) */
+	/* A transfer that sends a body runs with our header callback too,
+	 * which times its answer: libcurl before 8.3.0 puts its first byte
+	 * where the body started to go out (ADR-662). */
+	body = !ttfb_sound && sends_body(st);
+	if (rx__retry_on() || rx__cfg.hedge || (body_timing && body)) {
+		/* One admission (ADR-467). */
 		const char *method = rx__curl_method_of(st);
 		struct rx_curl_transfer t = {
 		    h, &st->cb, rx__curl_idempotent(method), http, g, key,
 		    start, start, 0, real.perform, real.setopt, real.getinfo,
 		    rx__curl_hedgeable(method, http), st->errbuf,
-		    real.duphandle, real.cleanup, NULL};
+		    real.duphandle, real.cleanup, NULL, 0};
 
 		rc = rx__curl_retry_perform(&t);
 		astart = t.attempt_start_ns;
+		answer = t.answer_ns;
 		ih = rx__curl_hedge_keep(h, t.info, real.cleanup);
 	} else {
 		rc = real.perform(h);
@@ -866,16 +923,26 @@ RX_EXPORT int curl_easy_perform(void *h)
 	 * its first byte: libcurl's may be an interim 100 Continue's, or
 	 * the EOF that ended it (ADR-241). */
 	first_byte = end; /* of the last attempt, when it was retried */
-	if (ttfb_us > 0 && (uint64_t)ttfb_us * RX_NS_PER_US < end - astart &&
-	    (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)))
-		first_byte = astart + (uint64_t)ttfb_us * RX_NS_PER_US;
+	if (!http || rc == RX_CURLE_OK || rx__curl_final_status(status)) {
+		if (answer > astart && answer <= end)
+			first_byte = answer; /* the final status line's */
+		else if (ttfb_us > 0 &&
+			 (uint64_t)ttfb_us * RX_NS_PER_US < end - astart)
+			first_byte = astart + (uint64_t)ttfb_us * RX_NS_PER_US;
+	}
 	/* RESILIX_TIMEOUT_MS judges, never cuts (ADR-145): an answer that
 	 * came after the deadline is a timeout, though the program has it.
 	 * What says nothing about the destination stays so. */
 	if (deadline_ns > 0 && first_byte - start > deadline_ns &&
 	    v != RX_REJECTED)
 		v = RX_TIMEOUT;
-	rx__key_settle(g, &permit, v, start, first_byte, end, "curl");
+	/* A body's transfer that libcurl alone timed has no latency to give
+	 * (ADR-685): judged by its outcome, no sample for the limiter. */
+	if (RX__UNLIKELY(body && answer == 0))
+		rx__key_settle_call(g, &permit, v, start, first_byte, end,
+				    "curl", NULL, 0, true);
+	else
+		rx__key_settle(g, &permit, v, start, first_byte, end, "curl");
 	rx__key_release(g);
 	rx__inside = 0;
 	errno = err;

@@ -23,6 +23,13 @@
  * latter, so a retry never extends what the program asked for. The
  * breaker and the other policies see the transfer once: curl.c settles
  * the last attempt's outcome. The budget is the process's (retry.c).
+ *
+ * The same callbacks time the answer: the arrival of each attempt's last
+ * final status line is handed back in answer_ns. curl.c runs every
+ * transfer that sends a body through here for that alone, retries off
+ * (one attempt, no budget touched), because libcurl before 8.3.0 times
+ * such a transfer's first byte where its body started to go out
+ * (ADR-662).
  */
 #include "config.h"
 
@@ -188,7 +195,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 	long s = rx__curl_status_line(p, n);
 
 	if (s > 0) {
-		/* A new response: interim ones (1xx) reach the program. */
+		/* A new response: interim ones (1xx) reach the program. A
+		 * final one times the answer (ADR-662); the last one, when
+		 * redirects are followed. */
+		if (s >= 200 || s == 101)
+			a->t->answer_ns = rx__now_ns();
 		a->withhold = false;
 		if (s >= 200 && a->t->http && a->t->idempotent &&
 		    retriable_status(s) && grant(a, "curl-status")) {
@@ -245,9 +256,11 @@ int rx__curl_retry_perform(struct rx_curl_transfer *t)
 	     t->start_ns + (uint64_t)t->cb->timeout_ms * RX_NS_PER_MS <
 		 a.deadline))
 		a.deadline = t->start_ns + (uint64_t)t->cb->timeout_ms * RX_NS_PER_MS;
-	rx__inside = 1;
-	rx__retry_deposit(t->start_ns);
-	rx__inside = 0;
+	if (rx__retry_on() || t->hedge) { /* not when only timing, ADR-662 */
+		rx__inside = 1;
+		rx__retry_deposit(t->start_ns);
+		rx__inside = 0;
+	}
 	t->setopt(t->h, RX_CURLOPT_WRITEFUNCTION, on_write);
 	t->setopt(t->h, RX_CURLOPT_WRITEDATA, &a);
 	t->setopt(t->h, RX_CURLOPT_HEADERFUNCTION, on_header);
@@ -256,6 +269,7 @@ int rx__curl_retry_perform(struct rx_curl_transfer *t)
 		uint64_t delay;
 
 		a.withhold = a.retry = false;
+		t->answer_ns = 0;
 		t->attempt_start_ns = rx__now_ns();
 		rc = t->hedge ? rx__curl_hedge_perform(t, &fwd)
 			      : t->perform(t->h);

@@ -30,13 +30,18 @@ bool rx__curl_cb_learn(struct rx_curl_cb *cb, int option, long l, void *p);
 
 /* RX_CURL_CB_OPTIONS(X, a) - X(option, a) for each option
  * rx__curl_cb_learn records, for curl.c's filter of the options it reads
- * (ADR-560): one list, so a new one here cannot be missed there. */
-#define RX_CURL_CB_OPTIONS(X, a)                                               \
+ * (ADR-560): one list, so a new one here cannot be missed there. The
+ * callbacks and their data are read by every transfer that sends a body
+ * too, which the header callback times (ADR-662); the timeouts by the
+ * retry alone (ADR-564). */
+#define RX_CURL_CB_FORWARD_OPTIONS(X, a)                                       \
 	X(RX_CURLOPT_WRITEFUNCTION, a)                                         \
 	X(RX_CURLOPT_WRITEDATA, a)                                             \
 	X(RX_CURLOPT_HEADERFUNCTION, a)                                        \
 	X(RX_CURLOPT_HEADERDATA, a)                                            \
-	X(RX_CURLOPT_HEADER, a)                                                \
+	X(RX_CURLOPT_HEADER, a)
+#define RX_CURL_CB_OPTIONS(X, a)                                               \
+	RX_CURL_CB_FORWARD_OPTIONS(X, a)                                       \
 	X(RX_CURLOPT_TIMEOUT, a)                                               \
 	X(RX_CURLOPT_TIMEOUT_MS, a)
 
@@ -71,6 +76,9 @@ struct rx_curl_transfer {
 	void *info; /* out: the duplicate that won the last attempt, whose
 		       CURLINFO describes the transfer (curl.c frees it after
 		       reading it), or NULL: the program's handle's */
+	uint64_t answer_ns; /* out: when the last attempt's last final
+			       status line (101, 200 and up) reached the
+			       header callback, 0 = none (ADR-662) */
 };
 
 /*
