@@ -298,7 +298,7 @@ static atomic_bool filter_final; /* the filter is what stays */
 /* A transfer that sends a body is timed by the callbacks: libcurl's timer
  * is unsound and a slow-call threshold or a timeout reads the latency
  * (ADR-685). Set with the filter, before any perform reads it. */
-static bool body_timing;
+static atomic_bool body_timing;
 
 #if !RX_CURL_ARG_IN_REGISTER
 static bool maybe_learnt(int option)
@@ -319,13 +319,12 @@ static bool maybe_learnt(int option)
  * what it must see either way: learn() records only what it knows. */
 static __attribute__((noinline)) void filter_settle(void)
 {
-	const uint64_t *f;
+	bool timing = !ttfb_sound && (rx__cfg.guard.breaker.slow_call_ms > 0 ||
+				      rx__cfg.timeout_ms > 0);
+	const uint64_t *f = timing ? body_filter : layer_filter;
 	size_t i;
 
-	body_timing = !ttfb_sound &&
-		      (rx__cfg.guard.breaker.slow_call_ms > 0 ||
-		       rx__cfg.timeout_ms > 0);
-	f = body_timing ? body_filter : layer_filter;
+	atomic_store_explicit(&body_timing, timing, memory_order_relaxed);
 	if (!rx__retry_on() && !rx__cfg.hedge)
 		for (i = 0; i < FILTER_WORDS; i++)
 			atomic_store_explicit(&rx__curl_learnt_filter[i], f[i],
@@ -877,7 +876,8 @@ RX_EXPORT int curl_easy_perform(void *h)
 	 * which times its answer: libcurl before 8.3.0 puts its first byte
 	 * where the body started to go out (ADR-662). */
 	body = !ttfb_sound && sends_body(st);
-	if (rx__retry_on() || rx__cfg.hedge || (body_timing && body)) {
+	if (rx__retry_on() || rx__cfg.hedge ||
+	    (body && atomic_load_explicit(&body_timing, memory_order_relaxed))) {
 		/* One admission (ADR-467). */
 		const char *method = rx__curl_method_of(st);
 		struct rx_curl_transfer t = {
