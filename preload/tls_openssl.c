@@ -1,7 +1,8 @@
 /*
  * preload/tls_openssl.c - the TLS layer's OpenSSL adapter: SSL_write,
  * SSL_write_ex, SSL_read, SSL_read_ex, SSL_peek, SSL_peek_ex (the
- * plaintext), SSL_connect and SSL_do_handshake (watched to tie a session
+ * plaintext; one of no bytes during the handshake runs the handshake, and
+ * is watched as one, ADR-673), SSL_connect and SSL_do_handshake (watched to tie a session
  * to its socket), SSL_shutdown, SSL_clear, SSL_free, and SSL_get_error
  * (ADR-440 to ADR-445). Signatures as OpenSSL 3's ssl.h declares them
  * (SSL_read(3), SSL_write(3), SSL_get_error(3)), with the SSL pointer
@@ -70,6 +71,7 @@ static struct {
 	name_fn get_servername;
 	alpn_fn get0_alpn_selected;
 	verify_fn get_verify_result;
+	fd_fn in_init;
 } real;
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
@@ -140,6 +142,7 @@ static void bind_all(void)
 	    (alpn_fn)lookup("SSL_get0_alpn_selected", NULL);
 	real.get_verify_result =
 	    (verify_fn)lookup("SSL_get_verify_result", NULL);
+	real.in_init = (fd_fn)lookup("SSL_in_init", NULL);
 	atomic_store_explicit(&bound, true, memory_order_release);
 	errno = saved;
 }
@@ -233,6 +236,34 @@ static int refuse(void *s, const struct rx_tls_call *c)
 	return -1;
 }
 
+/* ---- a zero-length call ------------------------------------------------ */
+
+/*
+ * A data call of no bytes moves no plaintext, but on a session still in
+ * its handshake it runs the handshake: `openssl s_client` drives it with
+ * SSL_write(s, buf, 0) until it is done. Such a call is watched as a
+ * handshake (ADR-673), so that the session is tied and its ciphertext is
+ * not read as the answer of the connect's call; any other zero-length
+ * call runs as the real one, unseen. true: call the real function, then
+ * zero_end.
+ */
+static bool zero_begin(struct rx_tls_call *c, void *s)
+{
+	return real.in_init && real.in_init(s) &&
+	       rx__tls_handshake(c, s, &lib) != RX_TLS_PASS;
+}
+
+/* The zero-length call returned @ret: the handshake completed or not. */
+static void zero_end(struct rx_tls_call *c, void *s, int ret)
+{
+	ssize_t n = 1;
+	int err = 0;
+
+	if (real.in_init(s))
+		err = outcome(s, ret, &n, true);
+	rx__tls_end(c, n, err);
+}
+
 /* ---- the plaintext ------------------------------------------------------ */
 
 /* Report a call's result @ret (@got bytes when it succeeded). */
@@ -257,8 +288,13 @@ RX_EXPORT int SSL_write(void *s, const void *buf, int num)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0)
-		return real.write(s, buf, num);
+	if (num <= 0) {
+		if (!zero_begin(&c, s))
+			return real.write(s, buf, num);
+		ret = real.write(s, buf, num);
+		zero_end(&c, s, ret);
+		return ret;
+	}
 	switch (rx__tls_begin(&c, s, &lib, RX_TLS_WRITE, buf, (size_t)num)) {
 	case RX_TLS_PASS:
 		return real.write(s, buf, num);
@@ -285,8 +321,13 @@ RX_EXPORT int SSL_write_ex(void *s, const void *buf, size_t num,
 		errno = ENOSYS;
 		return 0;
 	}
-	if (num == 0)
-		return real.write_ex(s, buf, num, written);
+	if (num == 0) {
+		if (!zero_begin(&c, s))
+			return real.write_ex(s, buf, num, written);
+		ret = real.write_ex(s, buf, num, written);
+		zero_end(&c, s, ret);
+		return ret;
+	}
 	switch (rx__tls_begin(&c, s, &lib, RX_TLS_WRITE, buf, num)) {
 	case RX_TLS_PASS:
 		return real.write_ex(s, buf, num, written);
@@ -315,8 +356,14 @@ static int read_int(io_fn fn, enum rx_tls_dir dir, void *s, void *buf,
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0 ||
-	    rx__tls_begin(&c, s, &lib, dir, buf, (size_t)num) == RX_TLS_PASS)
+	if (num <= 0) {
+		if (!zero_begin(&c, s))
+			return fn(s, buf, num);
+		ret = fn(s, buf, num);
+		zero_end(&c, s, ret);
+		return ret;
+	}
+	if (rx__tls_begin(&c, s, &lib, dir, buf, (size_t)num) == RX_TLS_PASS)
 		return fn(s, buf, num);
 	ret = fn(s, buf, num);
 	report(&c, s, ret, ret > 0 ? (size_t)ret : 0);
@@ -336,8 +383,14 @@ static int read_ex(io_ex_fn fn, enum rx_tls_dir dir, void *s, void *buf,
 		errno = ENOSYS;
 		return 0;
 	}
-	if (num == 0 ||
-	    rx__tls_begin(&c, s, &lib, dir, buf, num) == RX_TLS_PASS)
+	if (num == 0) {
+		if (!zero_begin(&c, s))
+			return fn(s, buf, num, got);
+		ret = fn(s, buf, num, got);
+		zero_end(&c, s, ret);
+		return ret;
+	}
+	if (rx__tls_begin(&c, s, &lib, dir, buf, num) == RX_TLS_PASS)
 		return fn(s, buf, num, got);
 	ret = fn(s, buf, num, got ? got : &n);
 	report(&c, s, ret, ret > 0 ? (got ? *got : n) : 0);

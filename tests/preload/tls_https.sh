@@ -109,6 +109,20 @@ if rx_tls_client_ok; then
 	rx_assert_eq "implicit handshake 500: transitions" "closed>open" \
 		"$(rx_transitions "$err")"
 	rx_upstream_stop cimp
+
+	# --- the handshake run by SSL_write of no bytes, as openssl s_client
+	# does: it is watched as a handshake (ADR-673); unwatched, its
+	# ciphertext answered the connect's call as a success and no 500
+	# was read -------------------------------------------------------------
+	rx_tls_up czero --default 500
+	out=$RX_TMP/czero.out err=$RX_TMP/czero.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new --zero-write \
+		--requests 12 >"$out" 2>"$err"
+	rx_assert_eq "zero-length handshake 500: requests upstream" 5 "$(rx_count czero)"
+	rx_assert_eq "zero-length handshake 500: transitions" "closed>open" \
+		"$(rx_transitions "$err")"
+	rx_upstream_stop czero
 	ran="$ran tls_client"
 fi
 [ -n "$ran" ] || rx_pass "nothing could run in this build"

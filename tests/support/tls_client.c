@@ -4,13 +4,15 @@
  * request; each request's outcome on one line of stdout.
  *
  * Usage: tls_client --port P [--requests N] [--new] [--path PATH]
- *                   [--sni NAME] [--implicit] [--pause-ms MS]
+ *                   [--sni NAME] [--implicit] [--zero-write] [--pause-ms MS]
  *                   [--entry-points] [--tls12] [--bio] [--hold-ms MS]
  *                   [--idle-ms MS] [--bye]
  *
  *   --new          a new connection per request (default: keep-alive)
  *   --sni NAME     set the SNI host name (and the Host header)
  *   --implicit     no SSL_connect: the first SSL_write does the handshake
+ *   --zero-write   no SSL_connect: SSL_write of no bytes does the handshake
+ *                  before the request, as `openssl s_client` does
  *   --pause-ms MS  sleep between requests
  *   --tls12        TLS 1.2 at most (the client reads the handshake's last
  *                  flight, the server's Finished)
@@ -195,6 +197,16 @@ static int open_conn(struct conn *c, SSL_CTX *ctx, int port, const char *sni,
 		SSL_set_tlsext_host_name(c->ssl, sni);
 	if (implicit) {
 		SSL_set_connect_state(c->ssl);
+		if (implicit == 1)
+			return 0;
+		while (!SSL_is_init_finished(c->ssl)) {
+			errno = 0;
+			rc = SSL_write(c->ssl, "", 0);
+			if (rc < 0) {
+				report(i, c->ssl, "SSL_write(0)", rc, errno);
+				return -1;
+			}
+		}
 		return 0;
 	}
 	errno = 0;
@@ -324,6 +336,8 @@ int main(int argc, char **argv)
 			fresh = 1;
 		else if (!strcmp(argv[i], "--implicit"))
 			implicit = 1;
+		else if (!strcmp(argv[i], "--zero-write"))
+			implicit = 2;
 		else if (!strcmp(argv[i], "--entry-points"))
 			entry = 1;
 		else if (!strcmp(argv[i], "--tls12"))
