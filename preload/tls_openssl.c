@@ -2,8 +2,8 @@
  * preload/tls_openssl.c - the TLS layer's OpenSSL adapter: SSL_write,
  * SSL_write_ex, SSL_read, SSL_read_ex, SSL_peek, SSL_peek_ex (the
  * plaintext; one of no bytes during the handshake runs the handshake, and
- * is watched as one, ADR-673), SSL_connect and SSL_do_handshake (watched to tie a session
- * to its socket), SSL_shutdown, SSL_clear, SSL_free, and SSL_get_error
+ * is watched as one, ADR-673), SSL_connect and SSL_do_handshake (watched
+ * to tie a session to its socket), SSL_shutdown, SSL_clear, SSL_free, and SSL_get_error
  * (ADR-440 to ADR-445). Signatures as OpenSSL 3's ssl.h declares them
  * (SSL_read(3), SSL_write(3), SSL_get_error(3)), with the SSL pointer
  * opaque: the shim builds without OpenSSL's headers.
@@ -264,6 +264,18 @@ static void zero_end(struct rx_tls_call *c, void *s, int ret)
 	rx__tls_end(c, n, err);
 }
 
+/* Return what @call, a data call of no bytes on @s, returns, watched as
+ * above when it runs the handshake. */
+#define ZERO_CALL(c, s, call)                                                  \
+	do {                                                                   \
+		int zret_;                                                     \
+		if (!zero_begin(c, s))                                         \
+			return (call);                                         \
+		zret_ = (call);                                                \
+		zero_end(c, s, zret_);                                         \
+		return zret_;                                                  \
+	} while (0)
+
 /* ---- the plaintext ------------------------------------------------------ */
 
 /* Report a call's result @ret (@got bytes when it succeeded). */
@@ -288,13 +300,8 @@ RX_EXPORT int SSL_write(void *s, const void *buf, int num)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0) {
-		if (!zero_begin(&c, s))
-			return real.write(s, buf, num);
-		ret = real.write(s, buf, num);
-		zero_end(&c, s, ret);
-		return ret;
-	}
+	if (num <= 0)
+		ZERO_CALL(&c, s, real.write(s, buf, num));
 	switch (rx__tls_begin(&c, s, &lib, RX_TLS_WRITE, buf, (size_t)num)) {
 	case RX_TLS_PASS:
 		return real.write(s, buf, num);
@@ -321,13 +328,8 @@ RX_EXPORT int SSL_write_ex(void *s, const void *buf, size_t num,
 		errno = ENOSYS;
 		return 0;
 	}
-	if (num == 0) {
-		if (!zero_begin(&c, s))
-			return real.write_ex(s, buf, num, written);
-		ret = real.write_ex(s, buf, num, written);
-		zero_end(&c, s, ret);
-		return ret;
-	}
+	if (num == 0)
+		ZERO_CALL(&c, s, real.write_ex(s, buf, num, written));
 	switch (rx__tls_begin(&c, s, &lib, RX_TLS_WRITE, buf, num)) {
 	case RX_TLS_PASS:
 		return real.write_ex(s, buf, num, written);
@@ -356,13 +358,8 @@ static int read_int(io_fn fn, enum rx_tls_dir dir, void *s, void *buf,
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0) {
-		if (!zero_begin(&c, s))
-			return fn(s, buf, num);
-		ret = fn(s, buf, num);
-		zero_end(&c, s, ret);
-		return ret;
-	}
+	if (num <= 0)
+		ZERO_CALL(&c, s, fn(s, buf, num));
 	if (rx__tls_begin(&c, s, &lib, dir, buf, (size_t)num) == RX_TLS_PASS)
 		return fn(s, buf, num);
 	ret = fn(s, buf, num);
@@ -383,13 +380,8 @@ static int read_ex(io_ex_fn fn, enum rx_tls_dir dir, void *s, void *buf,
 		errno = ENOSYS;
 		return 0;
 	}
-	if (num == 0) {
-		if (!zero_begin(&c, s))
-			return fn(s, buf, num, got);
-		ret = fn(s, buf, num, got);
-		zero_end(&c, s, ret);
-		return ret;
-	}
+	if (num == 0)
+		ZERO_CALL(&c, s, fn(s, buf, num, got));
 	if (rx__tls_begin(&c, s, &lib, dir, buf, num) == RX_TLS_PASS)
 		return fn(s, buf, num, got);
 	ret = fn(s, buf, num, got ? got : &n);
