@@ -13,7 +13,9 @@
  * request batch (ADR-401): it opens at a Query, a FunctionCall, the first
  * extended-query message after the last Sync, or a start-up packet, and
  * its first outcome message decides (ADR-402); the SQLSTATE table is
- * ADR-402 and ADR-403. The PostgreSQL manual's "Message Formats" is the
+ * ADR-402 and ADR-403. Two keys are kept for the shim's cancel matching
+ * (ADR-676): a BackendKeyData's during the start-up, and a
+ * CancelRequest's. The PostgreSQL manual's "Message Formats" is the
  * reference for every type byte below.
  */
 #include "proto_pg.h"
@@ -22,6 +24,7 @@
 enum {
 	C_STARTUP = 0, /* reading a start-up packet's 8-byte header */
 	C_STARTUP_BODY,
+	C_CANCEL_BODY, /* a CancelRequest's process ID and secret key */
 	C_TYPE,
 	C_LEN,
 	C_BODY
@@ -34,6 +37,7 @@ enum {
 	S_BODY,	 /* skipping */
 	S_AUTH,	 /* reading an Authentication message's int32 code */
 	S_ERROR, /* scanning an ErrorResponse's fields for the SQLSTATE */
+	S_KEY,	 /* reading a BackendKeyData's process ID and secret key */
 };
 
 /* flags */
@@ -43,6 +47,7 @@ enum {
 	F_READY = 1 << 2,    /* start-up done: the first ReadyForQuery */
 	F_SSL_WAIT = 1 << 3, /* SSLRequest sent: the next server byte answers */
 	F_GSS_WAIT = 1 << 4, /* GSSENCRequest sent, likewise */
+	F_KEY = 1 << 5,	     /* key_pid and key_secret are known */
 };
 
 #define CODE_PROTO3 196608u /* 3 << 16: protocol 3.0 */
@@ -263,7 +268,10 @@ static enum rx_wire_event startup_packet(struct rx_pg *s)
 		s->c_state = C_STARTUP; /* after 'N', another packet */
 		s->c_left = 0;
 	} else if (len == 16 && code == CODE_CANCEL) {
-		return RX_WIRE_NO_CALL;
+		/* The key it names, then NO_CALL (ADR-401, ADR-676). */
+		s->c_state = C_CANCEL_BODY;
+		s->c_pos = 0;
+		return RX_WIRE_MORE;
 	} else if (len >= 9 && len <= STARTUP_MAX && (code >> 16) == 3) {
 		s->c_left = len - 8;
 		s->c_state = s->c_left ? C_STARTUP_BODY : C_TYPE;
@@ -309,6 +317,16 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (e != RX_WIRE_MORE)
 				return terminal(s, e, ev, i);
 			break;
+		case C_CANCEL_BODY:
+			i++;
+			if (s->c_pos < 4)
+				s->key_pid = s->key_pid << 8 | c;
+			else
+				s->key_secret = s->key_secret << 8 | c;
+			if (++s->c_pos < 8)
+				break;
+			s->flags |= F_KEY;
+			return terminal(s, RX_WIRE_NO_CALL, ev, i);
 		case C_STARTUP_BODY:
 		case C_BODY:
 			take = n - i < s->c_left ? n - i : s->c_left;
@@ -412,13 +430,33 @@ static int answer_kind(const struct rx_pg *s, uint8_t t)
 	}
 }
 
-static size_t decide(struct rx_pg *s, enum rx_verdict v, enum rx_wire_event *ev,
-		     enum rx_verdict *verdict, size_t consumed)
+/*
+ * The open call is decided by @v. true: the read returns now, through the
+ * deciding byte. The start-up's answer (before the first ReadyForQuery)
+ * reads on to the end of the bytes given instead, framing the messages
+ * that follow it in the same read with no call open, so that its
+ * BackendKeyData is kept (ADR-676); the event stays VERDICT.
+ */
+static bool decide(struct rx_pg *s, enum rx_verdict v, enum rx_wire_event *ev,
+		   enum rx_verdict *verdict)
 {
 	s->flags &= (uint8_t)~F_CALL;
 	*verdict = v;
 	*ev = RX_WIRE_VERDICT;
-	return consumed;
+	return (s->flags & F_READY) != 0;
+}
+
+/* A terminal event on the server's side; after a start-up's verdict in
+ * the same read, that verdict is reported and the event left for the next
+ * read (s->end). */
+static size_t read_stop(struct rx_pg *s, enum rx_wire_event e,
+			enum rx_wire_event *ev, size_t consumed)
+{
+	if (*ev == RX_WIRE_VERDICT) {
+		s->end = (uint8_t)e;
+		return consumed;
+	}
+	return terminal(s, e, ev, consumed);
 }
 
 /* The message's body is done: back to a boundary. */
@@ -469,6 +507,7 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		   enum rx_wire_event *ev, enum rx_verdict *verdict)
 {
 	size_t i = 0, take;
+	enum rx_verdict v;
 
 	*ev = RX_WIRE_MORE;
 	if (s->end) {
@@ -487,17 +526,17 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				s->flags &=
 				    (uint8_t) ~(F_SSL_WAIT | F_GSS_WAIT);
 				if ((ssl && c == 'S') || (!ssl && c == 'G'))
-					return terminal(s, RX_WIRE_TLS, ev, i);
+					return read_stop(s, RX_WIRE_TLS, ev, i);
 				if (c == 'N')
 					break; /* plaintext start-up follows */
 				/* A server without TLS support may answer with
 				 * an ErrorResponse: framed below. */
 				if (c != 'E')
-					return terminal(s, RX_WIRE_OTHER, ev,
+					return read_stop(s, RX_WIRE_OTHER, ev,
 							i);
 			}
 			if (!backend_type(c))
-				return terminal(s, RX_WIRE_OTHER, ev, i);
+				return read_stop(s, RX_WIRE_OTHER, ev, i);
 			s->s_type = c;
 			s->s_state = S_LEN;
 			s->s_pos = 0;
@@ -505,8 +544,9 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (c == 'Z')
 				s->flags |= F_READY;
 			if ((s->flags & F_CALL) &&
-			    answer_kind(s, c) == ANSWER_OK)
-				return decide(s, RX_SUCCESS, ev, verdict, i);
+			    answer_kind(s, c) == ANSWER_OK &&
+			    decide(s, RX_SUCCESS, ev, verdict))
+				return i;
 			break;
 		case S_LEN:
 			i++;
@@ -514,7 +554,7 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (++s->s_pos < 4)
 				break;
 			if (s->s_word < 4 || s->s_word > LEN_MAX)
-				return terminal(s, RX_WIRE_OTHER, ev, i);
+				return read_stop(s, RX_WIRE_OTHER, ev, i);
 			s->s_left = s->s_word - 4;
 			s->s_word = 0;
 			s->s_pos = 0;
@@ -525,14 +565,21 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				s->e_len = 0;
 			} else if ((s->flags & F_CALL) && s->s_type == 'R') {
 				s->s_state = S_AUTH;
+			} else if (s->s_type == 'K' && s->s_left == 8 &&
+				   !(s->flags & F_READY)) {
+				/* The start-up's key, answered or not: a
+				 * secret of 4 bytes (protocol 3.0). */
+				s->s_state = S_KEY;
+				s->key_pid = 0;
+				s->key_secret = 0;
 			}
 			if (s->s_left == 0) {
 				bool error = s->s_state == S_ERROR;
 
 				body_done(s);
-				if (error) /* no fields at all */
-					return decide(s, RX_TRANSIENT, ev,
-						      verdict, i);
+				if (error && /* no fields at all */
+				    decide(s, RX_TRANSIENT, ev, verdict))
+					return i;
 			}
 			break;
 		case S_BODY:
@@ -555,8 +602,9 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				if (s->s_word != 0) {
 					if (s->s_left == 0)
 						body_done(s);
-					return decide(s, RX_SUCCESS, ev,
-						      verdict, i);
+					if (decide(s, RX_SUCCESS, ev, verdict))
+						return i;
+					break;
 				}
 			}
 			if (s->s_left == 0)
@@ -565,12 +613,40 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		case S_ERROR:
 			i++;
 			s->s_left--;
-			if (error_step(s, c, verdict))
-				return decide(s, *verdict, ev, verdict, i);
+			if (error_step(s, c, &v) && decide(s, v, ev, verdict))
+				return i;
+			break;
+		case S_KEY:
+			i++;
+			s->s_left--;
+			if (s->s_pos < 4)
+				s->key_pid = s->key_pid << 8 | c;
+			else
+				s->key_secret = s->key_secret << 8 | c;
+			if (++s->s_pos == 8) {
+				s->flags |= F_KEY;
+				body_done(s);
+			}
 			break;
 		default:
-			return terminal(s, RX_WIRE_OTHER, ev, i);
+			return read_stop(s, RX_WIRE_OTHER, ev, i);
 		}
 	}
 	return i;
+}
+
+/* ---------------------------------------------------------------------
+ * The keys a cancel names (ADR-676)
+ * ------------------------------------------------------------------- */
+
+uint64_t rx__pg_key(const struct rx_pg *s)
+{
+	if (!(s->flags & F_KEY))
+		return 0;
+	return (uint64_t)s->key_pid << 32 | s->key_secret;
+}
+
+bool rx__pg_cancelled(const struct rx_pg *s)
+{
+	return s->e_len == 5 && is_code(s->sqlstate, "57014");
 }

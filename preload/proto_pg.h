@@ -21,7 +21,7 @@
 #include "resilix/verdict.h"
 
 /*
- * The state of one connection, both directions: 32 bytes, no pointers,
+ * The state of one connection, both directions: 40 bytes, no pointers,
  * all zero after rx__pg_init (so a zeroed fd record is a valid initial
  * state). Fields are private to proto_pg.c.
  */
@@ -41,6 +41,10 @@ struct rx_pg {
 	char sqlstate[5]; /* ErrorResponse: the C field so far */
 	uint8_t end;	  /* terminal enum rx_wire_event, 0 while judging */
 	uint8_t spare[2];
+	/* The backend's key (BackendKeyData at start-up), or on a
+	 * CancelRequest's connection the key it names (ADR-676). */
+	uint32_t key_pid;
+	uint32_t key_secret;
 };
 
 /* rx__pg_init - the state of a new connection (all zero). O(1). */
@@ -62,8 +66,9 @@ enum rx_wire_claim rx__pg_claim(const uint8_t *buf, size_t n);
  * rx__pg_write - feed bytes the program wrote (ADR-401).
  * @s: the connection's state. @buf, @n: the bytes (n may be 0).
  * @ev: set to MORE, START (a call starts), OTHER (not a frontend message
- *      stream), NO_CALL (a CancelRequest) or TLS (after the server
- *      accepted encryption). Never NULL.
+ *      stream), NO_CALL (a CancelRequest, at its 16th byte: the key it
+ *      names is then rx__pg_key's) or TLS (after the server accepted
+ *      encryption). Never NULL.
  * Returns the bytes consumed: n for MORE; for START, up to and including
  * the byte that opened the call; 0 for a terminal event seen before.
  * A call starts at the first byte of: the StartupMessage, SSLRequest or
@@ -85,7 +90,10 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
  *      GSSENCRequest). Never NULL.
  * @verdict: set with VERDICT only. Never NULL.
  * Returns the bytes consumed (n for MORE, through the deciding byte for
- * VERDICT, 0 for a terminal event seen before).
+ * VERDICT, 0 for a terminal event seen before). The start-up's VERDICT
+ * consumes all @n bytes: what follows its answer in the same read is
+ * framed with no call open, for the BackendKeyData (ADR-676); a
+ * terminal event found there is the next call's.
  * The answer of the open call is its first backend message that reports
  * an outcome: an ErrorResponse decides by its SQLSTATE
  * (rx__pg_sqlstate_verdict), anything else - DataRow, CommandComplete,
@@ -99,10 +107,27 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
  * FATAL may follow it: an unknown database, too many clients), while an
  * authentication request, ParameterStatus, BackendKeyData or
  * ReadyForQuery ends the start-up call as a success. Messages read while
- * no call is open are framed and ignored. O(n).
+ * no call is open are framed and ignored, except a BackendKeyData before
+ * the first ReadyForQuery, whose key is kept (rx__pg_key). O(n).
  */
 size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		   enum rx_wire_event *ev, enum rx_verdict *verdict);
+
+/*
+ * rx__pg_key - the connection's backend key: the process ID and secret key
+ * of its BackendKeyData (a 4-byte secret, protocol 3.0), or, on a
+ * CancelRequest's connection once its 16 bytes were written, the key the
+ * request names; as (pid << 32 | secret). 0 when not known (no
+ * BackendKeyData seen, a longer secret of protocol 3.2). O(1).
+ */
+uint64_t rx__pg_key(const struct rx_pg *s);
+
+/*
+ * rx__pg_cancelled - was the last ErrorResponse judged a 57014
+ * query_canceled? Then the caller may ask whether the program cancelled
+ * the call itself (ADR-676). O(1).
+ */
+bool rx__pg_cancelled(const struct rx_pg *s);
 
 /*
  * rx__pg_call_open - whether a call started and has no verdict yet. O(1).
@@ -120,14 +145,16 @@ void rx__pg_resync(struct rx_pg *s);
 
 /*
  * rx__pg_sqlstate_verdict - the verdict of an ErrorResponse's SQLSTATE
- * (ADR-402, ADR-652).
+ * (ADR-402, ADR-652, ADR-676).
  * @code: the five characters of the C field (not NUL-terminated; NULL
  *        gives TRANSIENT, as does a code that is not 5 of [0-9A-Z]).
  * TRANSIENT: class 08 connection exception, 57000 and 57P01-57P03
  * (operator intervention, admin/crash shutdown, cannot_connect_now),
  * class 58 system error, class XX internal error, class F0 configuration
  * file error, 40003 statement_completion_unknown. OVERLOAD: class 53
- * insufficient resources. TIMEOUT: 57014 query_canceled. ANSWERED:
+ * insufficient resources. TIMEOUT: 57014 query_canceled (the shim makes
+ * it an abandonment when the program cancelled the query itself,
+ * ADR-676). ANSWERED:
  * everything else - the server worked and the caller was wrong (22, 23,
  * 28, 3D, 42, P0, ...) or lost a race the database refereed (40001
  * serialization_failure, 40P01 deadlock_detected, 55P03

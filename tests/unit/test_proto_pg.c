@@ -1609,7 +1609,117 @@ static void expect_every_cut(const struct wire_chunk *conv, size_t k,
 
 static void test_state_size(void)
 {
-	CU_ASSERT(sizeof(struct rx_pg) <= 32);
+	/* The wide slot's 64 bytes hold it with the adapter's byte; the
+	 * backend key took it from 32 to 40 (ADR-676). */
+	CU_ASSERT(sizeof(struct rx_pg) <= 40);
+}
+
+/*
+ * Feed @conv as the shim does (call.c, proto_framed.c): writes whole;
+ * reads only while a call waits - from a write's START to the read with
+ * the verdict, whose rest the shim does not feed - each START
+ * resynchronising the server's side; pieces of @step bytes (0: whole
+ * chunks), each piece a read.
+ */
+static void adapter_replay(struct rx_pg *st, const struct wire_chunk *conv,
+			   size_t step)
+{
+	enum rx_wire_event ev;
+	enum rx_verdict v;
+	size_t i, off, len, k, m;
+	bool waiting = false;
+
+	rx__pg_init(st);
+	for (i = 0; conv[i].bytes; i++) {
+		for (off = 0; off < conv[i].len; off += len) {
+			len = step && conv[i].len - off > step
+				  ? step
+				  : conv[i].len - off;
+			if (conv[i].dir == 'c') {
+				for (k = 0; k < len; k += m) {
+					m = rx__pg_write(
+					    st, conv[i].bytes + off + k,
+					    len - k, &ev);
+					if (ev == RX_WIRE_START) {
+						rx__pg_resync(st);
+						waiting = true;
+					}
+					if (m == 0)
+						break;
+				}
+				continue;
+			}
+			if (!waiting)
+				continue;
+			(void)rx__pg_read(st, conv[i].bytes + off, len, &ev, &v);
+			if (ev == RX_WIRE_VERDICT)
+				waiting = false;
+		}
+	}
+}
+
+/* The keys a cancel names (ADR-676): the BackendKeyData's, kept from the
+ * rest of the read that answered the start-up; the CancelRequest's. */
+static void test_cancel_keys(void)
+{
+	static const uint8_t key3_2[] = {
+	    /* AuthenticationOk, BackendKeyData with an 8-byte secret
+	     * (protocol 3.2), ReadyForQuery */
+	    'R', 0, 0, 0, 8, 0, 0, 0, 0, 'K', 0, 0, 0, 16, 0, 0, 0x37, 0x87,
+	    1, 2, 3, 4, 5, 6, 7, 8, 'Z', 0, 0, 0, 5, 'I'};
+	const uint64_t ok_key = UINT64_C(0x00003787) << 32 | 0xe381bdd9u;
+	struct wire_chunk conv[3];
+	enum rx_wire_event ev;
+	enum rx_verdict v;
+	struct rx_pg st;
+	size_t i, k;
+
+	/* pg_ok's start-up is answered by its first ParameterStatus; the
+	 * BackendKeyData comes later in the same read. At every piece size
+	 * but the whole read, the key arrives after the verdict's piece:
+	 * not kept (the shim reads only the answering piece on). */
+	adapter_replay(&st, pg_ok, 0);
+	CU_ASSERT_EQUAL(rx__pg_key(&st), ok_key);
+	CU_ASSERT_FALSE(rx__pg_cancelled(&st));
+	adapter_replay(&st, pg_timeout, 0);
+	CU_ASSERT_NOT_EQUAL(rx__pg_key(&st), 0);
+	/* Its last answer is the statement timeout's 57014. */
+	CU_ASSERT_TRUE(rx__pg_cancelled(&st));
+	adapter_replay(&st, pg_raise_23505, 0);
+	CU_ASSERT_FALSE(rx__pg_cancelled(&st));
+	adapter_replay(&st, pg_ok, 7);
+	CU_ASSERT_EQUAL(rx__pg_key(&st), 0);
+	/* A longer secret (protocol 3.2) is not a key this module keeps. */
+	conv[0] = pg_ok[2];
+	conv[1] = (struct wire_chunk){'s', key3_2, sizeof(key3_2)};
+	conv[2] = (struct wire_chunk){0, NULL, 0};
+	adapter_replay(&st, conv, 0);
+	CU_ASSERT_EQUAL(rx__pg_key(&st), 0);
+	/* The start-up's verdict consumed its whole read. */
+	rx__pg_init(&st);
+	k = rx__pg_write(&st, pg_ok[2].bytes, pg_ok[2].len, &ev);
+	CU_ASSERT_EQUAL(ev, RX_WIRE_START);
+	CU_ASSERT_EQUAL(rx__pg_read(&st, pg_ok_3, sizeof(pg_ok_3), &ev, &v),
+			sizeof(pg_ok_3));
+	CU_ASSERT_EQUAL(ev, RX_WIRE_VERDICT);
+	CU_ASSERT_EQUAL(v, RX_SUCCESS);
+	CU_ASSERT_EQUAL(rx__pg_key(&st), ok_key);
+
+	/* The CancelRequest (pid 1234, secret 5678): NO_CALL at its 16th
+	 * byte, whatever the pieces, and its key then. */
+	for (i = 1; i <= 16; i++) {
+		rx__pg_init(&st);
+		k = rx__pg_write(&st, pg_cancel_0, i, &ev);
+		CU_ASSERT_EQUAL(k, i);
+		CU_ASSERT_EQUAL(ev, i == 16 ? RX_WIRE_NO_CALL : RX_WIRE_MORE);
+		if (i < 16) {
+			CU_ASSERT_EQUAL(rx__pg_key(&st), 0);
+			k = rx__pg_write(&st, pg_cancel_0 + i, 16 - i, &ev);
+			CU_ASSERT_EQUAL(k, 16 - i);
+			CU_ASSERT_EQUAL(ev, RX_WIRE_NO_CALL);
+		}
+		CU_ASSERT_EQUAL(rx__pg_key(&st), UINT64_C(1234) << 32 | 5678);
+	}
 }
 
 static void test_claim(void)
@@ -1988,6 +2098,7 @@ int main(void)
 	     test_fields_and_malformed},
 	    {"what starts a call", test_what_starts_a_call},
 	    {"random bytes", test_random_bytes},
+	    {"the keys a cancel names", test_cancel_keys},
 	    {NULL, NULL}};
 
 	return rx_run_suite("proto_pg", tests);
