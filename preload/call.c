@@ -47,6 +47,7 @@
 #include "deadline.h"
 #include "call.h"
 #include "call_framed.h"
+#include "cancel.h"
 #include "errclass.h"
 #include "fdlife.h"
 #include "fdmark.h"
@@ -675,6 +676,9 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 			e->first_byte_ns, &end);
 	rx__unlock(l);
 	o.evidence = r.verdict;
+	/* A cancelled answer the program's own cancel asked for (ADR-676). */
+	if (__builtin_expect(r.cancel_key != 0, 0))
+		o.cancelled = rx__cancel_take(r.cancel_key, now);
 	rx__judge(op->fd, e, &o, end.start_ns, end.end_ns,
 		  end.addr.guard != NULL, now, &vs);
 	finish(&end, &vs, now);

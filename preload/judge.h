@@ -5,7 +5,7 @@
  * program's close. Included by the call state machine (call.c) only;
  * inline, so each caller's constant cause leaves only its own rules.
  * Decisions: ADR-007, ADR-145, ADR-149, ADR-190, ADR-193, ADR-220,
- * ADR-225, ADR-364.
+ * ADR-225, ADR-364, ADR-676.
  */
 #ifndef RESILIX_PRELOAD_JUDGE_H
 #define RESILIX_PRELOAD_JUDGE_H
@@ -179,6 +179,10 @@ struct outcome {
 	/* CLOSE: an SO_RCVTIMEO ran out while the answer was awaited, and
 	 * the program gave the call up without it (ADR-572). */
 	bool expired;
+	/* REPLY: the answer says the call was cancelled, and the program
+	 * itself asked for that cancel (a PostgreSQL CancelRequest it sent
+	 * naming this connection's backend, ADR-676). */
+	bool cancelled;
 };
 
 /* What judge decided. */
@@ -196,6 +200,9 @@ struct verdicts {
  * ended by @o at @now; @addr_held: the call still holds its connect's
  * address permit (ADR-220). The rules, in order:
  *   - a reply is the module's verdict; an error the errno's (or EOF's);
+ *   - a reply that reports a cancel the program itself sent is its
+ *     abandonment, judged as at a close: no evidence, unless the call had
+ *     run past the slow threshold, then a timeout (ADR-676);
  *   - a kept-alive connection that fails before any byte of the answer
  *     was closed by the upstream while idle: no evidence (ADR-149) -
  *     unless it failed after the slow-call threshold: the request was
@@ -240,6 +247,14 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		      : untimed ? "blocking"
 				: "first-byte";
 		connected = true;
+		if (__builtin_expect(o->cancelled, 0) && !late) {
+			/* The program gave the call up (ADR-676). */
+			v = slow_ns > 0 && end_ns > start_ns &&
+				    end_ns - start_ns >= slow_ns
+				? RX_TIMEOUT
+				: RX_REJECTED;
+			out->at = "cancelled";
+		}
 		/* A reply queued before the request was written is not its
 		 * answer (ADR-364): no evidence, like an idle close. The
 		 * adverse test is asked once, for this and the fd's (below). */

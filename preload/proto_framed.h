@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "proto.h"
@@ -70,12 +71,21 @@ enum rx_proto_wrote rx__redis_wrote(struct rx_proto_state *st,
  * answered the connection's first exchange; the module then starts over
  * with a fresh state, so that a TLS layer's plaintext start-up is read as
  * a new connection's, and the socket layer's next bytes, ciphertext, stop
- * the tracking (ADR-410).
+ * the tracking (ADR-410). A PostgreSQL REPLY for a 57014 sets
+ * out->cancel_key to the connection's backend key, which a cancel of the
+ * program's own names (ADR-676); the caller starts it at 0.
  */
 void rx__pg_reply(struct rx_proto_state *st, const void *buf, size_t len,
 		  struct rx_proto_reply *out);
 void rx__redis_reply(struct rx_proto_state *st, const void *buf, size_t len,
 		     struct rx_proto_reply *out);
+
+/*
+ * rx__pg_cancels - the key a CancelRequest written on the connection
+ * names, after rx__pg_wrote said NO_CALL (pid << 32 | secret, ADR-676);
+ * 0 when none. Stripe lock held. O(1).
+ */
+uint64_t rx__pg_cancels(struct rx_proto_state *st);
 
 /* rx__pg_next, rx__redis_next - a call starts: the server's side is at a
  * message boundary (rx__pg_resync, rx__redis_resync; ADR-408). O(1). */

@@ -164,6 +164,14 @@ rx__proto_wrote(struct rx_proto_state *st, const struct iovec *iov,
 	}
 }
 
+/* rx__proto_cancels - after rx__proto_wrote said NO_CALL: the key of the
+ * call the connection's request cancels (a PostgreSQL CancelRequest's),
+ * 0 when it cancels none (stripe lock held; ADR-676). */
+static inline uint64_t rx__proto_cancels(struct rx_proto_state *st)
+{
+	return rx__proto_id(st) == RX_PROTO_PG ? rx__pg_cancels(st) : 0;
+}
+
 /* rx__proto_starts - on an answered connection, does a new request begin
  * in these bytes? Only a module that frames the connection can say; a
  * connection without one has no answered state to be in. Pure. */
