@@ -676,9 +676,6 @@ static void on_bytes(struct rx_op *op, ssize_t n, const struct iovec *iov,
 			e->first_byte_ns, &end);
 	rx__unlock(l);
 	o.evidence = r.verdict;
-	/* A cancelled answer the program's own cancel asked for (ADR-676). */
-	if (__builtin_expect(r.cancel_key != 0, 0))
-		o.cancelled = rx__cancel_take(r.cancel_key, now);
 	rx__judge(op->fd, e, &o, end.start_ns, end.end_ns,
 		  end.addr.guard != NULL, now, &vs);
 	finish(&end, &vs, now);
@@ -896,6 +893,7 @@ static bool answered_early(struct rx_op *op)
 
 void rx__write_end(struct rx_op *op, ssize_t n)
 {
+	uint64_t cancels = 0;
 	int err;
 
 	if (n > 0) {
@@ -903,8 +901,13 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 			connected(op);
 		if (rx__proto_frames_writes(&op->e->proto) &&
 		    rx__owner_fast() &&
-		    rx__call_wrote(op, (size_t)n) == RX_PROTO_WROTE_NO_CALL)
+		    rx__call_wrote(op, (size_t)n, &cancels) ==
+			RX_PROTO_WROTE_NO_CALL) {
+			/* A CancelRequest's key (ADR-676; lock-free: psql
+			 * sends it from its SIGINT handler). */
+			rx__cancel_note(cancels, rx__now_ns());
 			fail_call(op, RX_REJECTED, "no-call");
+		}
 		rx__inside = 0;
 		return;
 	}

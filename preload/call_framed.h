@@ -13,7 +13,6 @@
 
 #include "admit.h"
 #include "call.h"
-#include "cancel.h"
 #include "deadline.h"
 #include "fdtable.h"
 #include "protocols.h"
@@ -88,14 +87,14 @@ static inline void rx__key_release_limiter(struct rx_guard *g,
  * bytes written (ADR-408; caller: the write's end step, no lock held).
  * Returns what the module said. UNFRAMED on an answered connection stops
  * its tracking here; a call in flight is left to the default rule at its
- * first byte; NO_CALL (a CancelRequest) is the caller's to release, and
- * the key the request names is noted in the cancel ring first, so that
- * the cancelled query's answer reads as the program's own give-up
- * (ADR-676; async-signal-safe, as psql cancels from its SIGINT handler). Bytes
+ * first byte; NO_CALL (a CancelRequest) is the caller's to release, with
+ * the key the request names in *@cancels (0: none), for the cancel ring
+ * (ADR-676); *@cancels is written with NO_CALL only. Bytes
  * of another call's epoch (a race with a close, a reconnect) are not this
  * connection's: OK, nothing fed.
  */
-static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
+static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n,
+						 uint64_t *cancels)
 {
 	struct rx_fd *e = op->e;
 	enum rx_proto_wrote w = RX_PROTO_WROTE_OK;
@@ -105,7 +104,6 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 	struct rx_gate_permit held;
 	struct rx_guard *g = NULL;
 	uint16_t seq = 0;
-	uint64_t cancels = 0;
 
 	if (op->iovcnt < 0)
 		return w; /* not kept: not this module's bytes */
@@ -116,7 +114,7 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 	    ph != RX_FD_UNTRACKED && ph != RX_FD_DONE) {
 		w = rx__proto_wrote(&e->proto, op->iov, op->iovcnt, n);
 		if (__builtin_expect(w == RX_PROTO_WROTE_NO_CALL, 0))
-			cancels = rx__proto_cancels(&e->proto);
+			*cancels = rx__proto_cancels(&e->proto);
 		if (w == RX_PROTO_WROTE_UNFRAMED && ph == RX_FD_IDLE)
 			atomic_store_explicit(&e->phase, RX_FD_DONE,
 					      memory_order_release);
@@ -134,8 +132,6 @@ static inline enum rx_proto_wrote rx__call_wrote(struct rx_op *op, size_t n)
 		}
 	}
 	rx__unlock(l);
-	if (cancels != 0)
-		rx__cancel_note(cancels, rx__now_ns());
 	if (seq != 0 && !rx__deadline_disarm(g, e, seq)) {
 		/* The sweep settled the call as its deadline passed, with
 		 * the permit it armed, limiter slot included: nothing is

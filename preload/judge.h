@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "fdtable.h"
 #include "protocols.h"
 #include "runtime.h"
@@ -179,10 +180,6 @@ struct outcome {
 	/* CLOSE: an SO_RCVTIMEO ran out while the answer was awaited, and
 	 * the program gave the call up without it (ADR-572). */
 	bool expired;
-	/* REPLY: the answer says the call was cancelled, and the program
-	 * itself asked for that cancel (a PostgreSQL CancelRequest it sent
-	 * naming this connection's backend, ADR-676). */
-	bool cancelled;
 };
 
 /* What judge decided. */
@@ -200,9 +197,10 @@ struct verdicts {
  * ended by @o at @now; @addr_held: the call still holds its connect's
  * address permit (ADR-220). The rules, in order:
  *   - a reply is the module's verdict; an error the errno's (or EOF's);
- *   - a reply that reports a cancel the program itself sent is its
- *     abandonment, judged as at a close: no evidence, unless the call had
- *     run past the slow threshold, then a timeout (ADR-676);
+ *   - a reply that reports a cancel the program itself sent (a 57014 on
+ *     the connection a CancelRequest it wrote named: the cancel ring) is
+ *     its abandonment, judged as at a close: no evidence, unless the call
+ *     had run past the slow threshold, then a timeout (ADR-676);
  *   - a kept-alive connection that fails before any byte of the answer
  *     was closed by the upstream while idle: no evidence (ADR-149) -
  *     unless it failed after the slow-call threshold: the request was
@@ -247,18 +245,20 @@ rx__judge(int fd, struct rx_fd *e, const struct outcome *o, uint64_t start_ns,
 		      : untimed ? "blocking"
 				: "first-byte";
 		connected = true;
-		if (__builtin_expect(o->cancelled, 0) && !late) {
+		/* A reply queued before the request was written is not its
+		 * answer (ADR-364): no evidence, like an idle close. The
+		 * adverse test is asked once, for this and the fd's (below). */
+		adverse = rx__adverse(v, start_ns, end_ns);
+		if (__builtin_expect(v == RX_TIMEOUT, 0) && !late &&
+		    rx__cancel_take(rx__proto_cancel_key(&e->proto), now)) {
 			/* The program gave the call up (ADR-676). */
 			v = slow_ns > 0 && end_ns > start_ns &&
 				    end_ns - start_ns >= slow_ns
 				? RX_TIMEOUT
 				: RX_REJECTED;
 			out->at = "cancelled";
+			adverse = v != RX_REJECTED;
 		}
-		/* A reply queued before the request was written is not its
-		 * answer (ADR-364): no evidence, like an idle close. The
-		 * adverse test is asked once, for this and the fd's (below). */
-		adverse = rx__adverse(v, start_ns, end_ns);
 		if (o->requested && adverse &&
 		    rx__reply_predates(fd, start_ns, now)) {
 			v = RX_REJECTED;

@@ -167,11 +167,6 @@ struct rx_proto_reply {
 	enum rx_proto_reply_kind kind;
 	enum rx_verdict verdict; /* RX_PROTO_REPLY, RX_PROTO_LAST */
 	bool began;		 /* a reply message began in these bytes */
-	/* RX_PROTO_REPLY: nonzero when the answer says the call was
-	 * cancelled, the key a cancel of the program's own names (ADR-676);
-	 * the call state machine asks the cancel ring (cancel.h). The
-	 * caller starts it at 0; a module sets it only when nonzero. */
-	uint64_t cancel_key;
 };
 
 /* A module's view of its bytes of the state. Declare the module's state

@@ -11,10 +11,9 @@
  * it: the module stopped (its bytes were unseen or not its protocol).
  * Writes feed the client's side exactly, every byte; reads feed the
  * server's side only while a call waits, and a new call resynchronises
- * it at a message boundary (ADR-408). A 57014's reply carries the
- * connection's backend key, which a cancel of the program's own names
- * (ADR-676). Decisions: ADR-400 to ADR-406 (the modules), ADR-408 to
- * ADR-411 (the adapters), ADR-676.
+ * it at a message boundary (ADR-408). Decisions: ADR-400 to ADR-406 (the
+ * modules), ADR-408 to ADR-411 (the adapters), ADR-676 (the keys a
+ * cancel names).
  */
 #include "config.h"
 
@@ -45,9 +44,6 @@ struct wire_ops {
 	size_t (*read)(void *s, const uint8_t *buf, size_t n,
 		       enum rx_wire_event *ev, enum rx_verdict *v);
 	void (*resync)(void *s);
-	/* Optional (NULL): the key a program's own cancel of a cancelled
-	 * call names, 0 when none (ADR-676). */
-	uint64_t (*cancel_key)(const void *s);
 };
 
 static size_t pg_write(void *s, const uint8_t *b, size_t n,
@@ -63,10 +59,6 @@ static size_t pg_read(void *s, const uint8_t *b, size_t n,
 static void pg_resync(void *s)
 {
 	rx__pg_resync(s);
-}
-static uint64_t pg_cancel_key(const void *s)
-{
-	return rx__pg_cancelled(s) ? rx__pg_key(s) : 0;
 }
 static size_t redis_write(void *s, const uint8_t *b, size_t n,
 			  enum rx_wire_event *ev)
@@ -84,9 +76,9 @@ static void redis_resync(void *s)
 }
 
 static const struct wire_ops pg_ops = {rx__pg_claim, pg_write, pg_read,
-				       pg_resync, pg_cancel_key};
+				       pg_resync};
 static const struct wire_ops redis_ops = {rx__redis_claim, redis_write,
-					  redis_read, redis_resync, NULL};
+					  redis_read, redis_resync};
 
 static struct framed *slot(struct rx_proto_state *st)
 {
@@ -212,8 +204,6 @@ static void reply(const struct wire_ops *ops, struct rx_proto_state *st,
 		out->kind = RX_PROTO_REPLY;
 		out->verdict = v;
 		out->began = true;
-		if (ops->cancel_key && __builtin_expect(v == RX_TIMEOUT, 0))
-			out->cancel_key = ops->cancel_key(&f->m);
 		return;
 	case RX_WIRE_TLS:
 		/* The server accepted encryption: its answer, a success; the
@@ -271,6 +261,14 @@ uint64_t rx__pg_cancels(struct rx_proto_state *st)
 	const struct framed *f = slot(st);
 
 	return f->stopped ? 0 : rx__pg_key(&f->m.pg);
+}
+
+uint64_t rx__pg_cancel_key(const struct rx_proto_state *st)
+{
+	const struct framed *f = rx__fd_proto_wide((struct rx_proto_state *)st);
+
+	return !f->stopped && rx__pg_cancelled(&f->m.pg) ? rx__pg_key(&f->m.pg)
+							 : 0;
 }
 
 /* ---- Redis -------------------------------------------------------------- */

@@ -71,9 +71,7 @@ enum rx_proto_wrote rx__redis_wrote(struct rx_proto_state *st,
  * answered the connection's first exchange; the module then starts over
  * with a fresh state, so that a TLS layer's plaintext start-up is read as
  * a new connection's, and the socket layer's next bytes, ciphertext, stop
- * the tracking (ADR-410). A PostgreSQL REPLY for a 57014 sets
- * out->cancel_key to the connection's backend key, which a cancel of the
- * program's own names (ADR-676); the caller starts it at 0.
+ * the tracking (ADR-410).
  */
 void rx__pg_reply(struct rx_proto_state *st, const void *buf, size_t len,
 		  struct rx_proto_reply *out);
@@ -86,6 +84,15 @@ void rx__redis_reply(struct rx_proto_state *st, const void *buf, size_t len,
  * 0 when none. Stripe lock held. O(1).
  */
 uint64_t rx__pg_cancels(struct rx_proto_state *st);
+
+/*
+ * rx__pg_cancel_key - after a call's verdict: when its answer was a 57014
+ * query_canceled, the connection's backend key (pid << 32 | secret), which
+ * a CancelRequest of the program's own would have named; 0 otherwise or
+ * when the key is not known (ADR-676). Read without the lock, as the
+ * judge reads it after the verdict. O(1).
+ */
+uint64_t rx__pg_cancel_key(const struct rx_proto_state *st);
 
 /* rx__pg_next, rx__redis_next - a call starts: the server's side is at a
  * message boundary (rx__pg_resync, rx__redis_resync; ADR-408). O(1). */

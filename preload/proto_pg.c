@@ -14,9 +14,11 @@
  * extended-query message after the last Sync, or a start-up packet, and
  * its first outcome message decides (ADR-402); the SQLSTATE table is
  * ADR-402 and ADR-403. Two keys are kept for the shim's cancel matching
- * (ADR-676): a BackendKeyData's during the start-up, and a
- * CancelRequest's. The PostgreSQL manual's "Message Formats" is the
- * reference for every type byte below.
+ * (ADR-676), off the query's path: a BackendKeyData's, found by a cold
+ * scan of the rest of the start-up's answering read, and a
+ * CancelRequest's, read as the start-up packet's last 8 bytes. The
+ * PostgreSQL manual's "Message Formats" is the reference for every type
+ * byte below.
  */
 #include "proto_pg.h"
 
@@ -24,7 +26,6 @@
 enum {
 	C_STARTUP = 0, /* reading a start-up packet's 8-byte header */
 	C_STARTUP_BODY,
-	C_CANCEL_BODY, /* a CancelRequest's process ID and secret key */
 	C_TYPE,
 	C_LEN,
 	C_BODY
@@ -37,7 +38,6 @@ enum {
 	S_BODY,	 /* skipping */
 	S_AUTH,	 /* reading an Authentication message's int32 code */
 	S_ERROR, /* scanning an ErrorResponse's fields for the SQLSTATE */
-	S_KEY,	 /* reading a BackendKeyData's process ID and secret key */
 };
 
 /* flags */
@@ -268,9 +268,8 @@ static enum rx_wire_event startup_packet(struct rx_pg *s)
 		s->c_state = C_STARTUP; /* after 'N', another packet */
 		s->c_left = 0;
 	} else if (len == 16 && code == CODE_CANCEL) {
-		/* The key it names, then NO_CALL (ADR-401, ADR-676). */
-		s->c_state = C_CANCEL_BODY;
-		s->c_pos = 0;
+		/* The key it names comes next (ADR-676): NO_CALL at its end,
+		 * the header's bytes kept in C_STARTUP. */
 		return RX_WIRE_MORE;
 	} else if (len >= 9 && len <= STARTUP_MAX && (code >> 16) == 3) {
 		s->c_left = len - 8;
@@ -284,6 +283,21 @@ static enum rx_wire_event startup_packet(struct rx_pg *s)
 		return RX_WIRE_MORE;
 	s->flags |= F_CALL;
 	return RX_WIRE_START;
+}
+
+/* Byte @c of a CancelRequest's process ID and secret key (c_pos 8 to
+ * 15). true at the last: the key is known. */
+static __attribute__((noinline, cold)) bool cancel_key_byte(struct rx_pg *s,
+							    uint8_t c)
+{
+	if (s->c_pos < 12)
+		s->key_pid = s->key_pid << 8 | c;
+	else
+		s->key_secret = s->key_secret << 8 | c;
+	if (++s->c_pos < 16)
+		return false;
+	s->flags |= F_KEY;
+	return true;
 }
 
 size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
@@ -303,6 +317,12 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
 		switch (s->c_state) {
 		case C_STARTUP:
 			i++;
+			if (s->c_pos >= 8) { /* a CancelRequest's key */
+				if (cancel_key_byte(s, c))
+					return terminal(s, RX_WIRE_NO_CALL, ev,
+							i);
+				break;
+			}
 			if (s->c_pos < 4)
 				s->c_left = s->c_left << 8 | c;
 			else
@@ -317,16 +337,6 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (e != RX_WIRE_MORE)
 				return terminal(s, e, ev, i);
 			break;
-		case C_CANCEL_BODY:
-			i++;
-			if (s->c_pos < 4)
-				s->key_pid = s->key_pid << 8 | c;
-			else
-				s->key_secret = s->key_secret << 8 | c;
-			if (++s->c_pos < 8)
-				break;
-			s->flags |= F_KEY;
-			return terminal(s, RX_WIRE_NO_CALL, ev, i);
 		case C_STARTUP_BODY:
 		case C_BODY:
 			take = n - i < s->c_left ? n - i : s->c_left;
@@ -430,33 +440,21 @@ static int answer_kind(const struct rx_pg *s, uint8_t t)
 	}
 }
 
-/*
- * The open call is decided by @v. true: the read returns now, through the
- * deciding byte. The start-up's answer (before the first ReadyForQuery)
- * reads on to the end of the bytes given instead, framing the messages
- * that follow it in the same read with no call open, so that its
- * BackendKeyData is kept (ADR-676); the event stays VERDICT.
- */
-static bool decide(struct rx_pg *s, enum rx_verdict v, enum rx_wire_event *ev,
-		   enum rx_verdict *verdict)
+static void startup_rest(struct rx_pg *s, const uint8_t *b, size_t n);
+
+/* The open call is decided by @v at @buf[@consumed - 1] (of @n bytes).
+ * The start-up's answer - before the first ReadyForQuery - also has the
+ * rest of its read scanned for the BackendKeyData (ADR-676). */
+static size_t decide(struct rx_pg *s, enum rx_verdict v, enum rx_wire_event *ev,
+		     enum rx_verdict *verdict, const uint8_t *buf,
+		     size_t consumed, size_t n)
 {
 	s->flags &= (uint8_t)~F_CALL;
 	*verdict = v;
 	*ev = RX_WIRE_VERDICT;
-	return (s->flags & F_READY) != 0;
-}
-
-/* A terminal event on the server's side; after a start-up's verdict in
- * the same read, that verdict is reported and the event left for the next
- * read (s->end). */
-static size_t read_stop(struct rx_pg *s, enum rx_wire_event e,
-			enum rx_wire_event *ev, size_t consumed)
-{
-	if (*ev == RX_WIRE_VERDICT) {
-		s->end = (uint8_t)e;
-		return consumed;
-	}
-	return terminal(s, e, ev, consumed);
+	if (__builtin_expect(!(s->flags & F_READY), 0))
+		startup_rest(s, buf + consumed, n - consumed);
+	return consumed;
 }
 
 /* The message's body is done: back to a boundary. */
@@ -507,7 +505,6 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		   enum rx_wire_event *ev, enum rx_verdict *verdict)
 {
 	size_t i = 0, take;
-	enum rx_verdict v;
 
 	*ev = RX_WIRE_MORE;
 	if (s->end) {
@@ -526,17 +523,17 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				s->flags &=
 				    (uint8_t) ~(F_SSL_WAIT | F_GSS_WAIT);
 				if ((ssl && c == 'S') || (!ssl && c == 'G'))
-					return read_stop(s, RX_WIRE_TLS, ev, i);
+					return terminal(s, RX_WIRE_TLS, ev, i);
 				if (c == 'N')
 					break; /* plaintext start-up follows */
 				/* A server without TLS support may answer with
 				 * an ErrorResponse: framed below. */
 				if (c != 'E')
-					return read_stop(s, RX_WIRE_OTHER, ev,
+					return terminal(s, RX_WIRE_OTHER, ev,
 							i);
 			}
 			if (!backend_type(c))
-				return read_stop(s, RX_WIRE_OTHER, ev, i);
+				return terminal(s, RX_WIRE_OTHER, ev, i);
 			s->s_type = c;
 			s->s_state = S_LEN;
 			s->s_pos = 0;
@@ -544,9 +541,9 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (c == 'Z')
 				s->flags |= F_READY;
 			if ((s->flags & F_CALL) &&
-			    answer_kind(s, c) == ANSWER_OK &&
-			    decide(s, RX_SUCCESS, ev, verdict))
-				return i;
+			    answer_kind(s, c) == ANSWER_OK)
+				return decide(s, RX_SUCCESS, ev, verdict, buf,
+					      i, n);
 			break;
 		case S_LEN:
 			i++;
@@ -554,7 +551,7 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 			if (++s->s_pos < 4)
 				break;
 			if (s->s_word < 4 || s->s_word > LEN_MAX)
-				return read_stop(s, RX_WIRE_OTHER, ev, i);
+				return terminal(s, RX_WIRE_OTHER, ev, i);
 			s->s_left = s->s_word - 4;
 			s->s_word = 0;
 			s->s_pos = 0;
@@ -565,21 +562,14 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				s->e_len = 0;
 			} else if ((s->flags & F_CALL) && s->s_type == 'R') {
 				s->s_state = S_AUTH;
-			} else if (s->s_type == 'K' && s->s_left == 8 &&
-				   !(s->flags & F_READY)) {
-				/* The start-up's key, answered or not: a
-				 * secret of 4 bytes (protocol 3.0). */
-				s->s_state = S_KEY;
-				s->key_pid = 0;
-				s->key_secret = 0;
 			}
 			if (s->s_left == 0) {
 				bool error = s->s_state == S_ERROR;
 
 				body_done(s);
-				if (error && /* no fields at all */
-				    decide(s, RX_TRANSIENT, ev, verdict))
-					return i;
+				if (error) /* no fields at all */
+					return decide(s, RX_TRANSIENT, ev,
+						      verdict, buf, i, n);
 			}
 			break;
 		case S_BODY:
@@ -602,9 +592,8 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 				if (s->s_word != 0) {
 					if (s->s_left == 0)
 						body_done(s);
-					if (decide(s, RX_SUCCESS, ev, verdict))
-						return i;
-					break;
+					return decide(s, RX_SUCCESS, ev,
+						      verdict, buf, i, n);
 				}
 			}
 			if (s->s_left == 0)
@@ -613,23 +602,12 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		case S_ERROR:
 			i++;
 			s->s_left--;
-			if (error_step(s, c, &v) && decide(s, v, ev, verdict))
-				return i;
-			break;
-		case S_KEY:
-			i++;
-			s->s_left--;
-			if (s->s_pos < 4)
-				s->key_pid = s->key_pid << 8 | c;
-			else
-				s->key_secret = s->key_secret << 8 | c;
-			if (++s->s_pos == 8) {
-				s->flags |= F_KEY;
-				body_done(s);
-			}
+			if (error_step(s, c, verdict))
+				return decide(s, *verdict, ev, verdict, buf, i,
+					      n);
 			break;
 		default:
-			return read_stop(s, RX_WIRE_OTHER, ev, i);
+			return terminal(s, RX_WIRE_OTHER, ev, i);
 		}
 	}
 	return i;
@@ -638,6 +616,63 @@ size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 /* ---------------------------------------------------------------------
  * The keys a cancel names (ADR-676)
  * ------------------------------------------------------------------- */
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * After the start-up's answer, the @n bytes of its read that follow the
+ * deciding byte: the server sends AuthenticationOk, its ParameterStatus
+ * messages, BackendKeyData and ReadyForQuery in one flush. Scanned here,
+ * whole messages only, for the BackendKeyData (a 4-byte secret: protocol
+ * 3.0) and the ReadyForQuery that ends the start-up. The framer's own
+ * state is left as the answer left it: nothing is fed until the next call
+ * resynchronises it (rx__pg_resync). Cold: once per connection.
+ */
+static __attribute__((noinline, cold)) void
+startup_rest(struct rx_pg *s, const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	uint32_t len;
+
+	/* The rest of the deciding message. */
+	if (s->s_state == S_LEN && s->s_pos == 0) {
+		if (n < 4 || (len = be32(b)) < 4 || len > LEN_MAX)
+			return;
+		if (s->s_type == 'K' && len == 12 && n >= 12) {
+			s->key_pid = be32(b + 4);
+			s->key_secret = be32(b + 8);
+			s->flags |= F_KEY;
+		}
+		i = len;
+	} else if (s->s_state == S_BODY) {
+		i = s->s_left;
+	} else if (s->s_state != S_TYPE) {
+		return; /* an ErrorResponse: a FATAL ends the connection */
+	}
+	while (i < n && n - i >= 5) {
+		uint8_t t = b[i];
+
+		len = be32(b + i + 1);
+		if (len < 4 || len > LEN_MAX)
+			return;
+		if (t == 'Z') {
+			s->flags |= F_READY;
+			return;
+		}
+		if (t == 'K' && len == 12 && n - i >= 13) {
+			s->key_pid = be32(b + i + 5);
+			s->key_secret = be32(b + i + 9);
+			s->flags |= F_KEY;
+		}
+		if (len > n - i - 1)
+			return;
+		i += 1 + (size_t)len;
+	}
+}
 
 uint64_t rx__pg_key(const struct rx_pg *s)
 {

@@ -90,10 +90,9 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
  *      GSSENCRequest). Never NULL.
  * @verdict: set with VERDICT only. Never NULL.
  * Returns the bytes consumed (n for MORE, through the deciding byte for
- * VERDICT, 0 for a terminal event seen before). The start-up's VERDICT
- * consumes all @n bytes: what follows its answer in the same read is
- * framed with no call open, for the BackendKeyData (ADR-676); a
- * terminal event found there is the next call's.
+ * VERDICT, 0 for a terminal event seen before). At the start-up's
+ * VERDICT the rest of @buf is scanned, whole messages, for the
+ * BackendKeyData and the first ReadyForQuery (ADR-676).
  * The answer of the open call is its first backend message that reports
  * an outcome: an ErrorResponse decides by its SQLSTATE
  * (rx__pg_sqlstate_verdict), anything else - DataRow, CommandComplete,
@@ -107,8 +106,8 @@ size_t rx__pg_write(struct rx_pg *s, const uint8_t *buf, size_t n,
  * FATAL may follow it: an unknown database, too many clients), while an
  * authentication request, ParameterStatus, BackendKeyData or
  * ReadyForQuery ends the start-up call as a success. Messages read while
- * no call is open are framed and ignored, except a BackendKeyData before
- * the first ReadyForQuery, whose key is kept (rx__pg_key). O(n).
+ * no call is open are framed and ignored; the BackendKeyData's key is kept
+ * (rx__pg_key) when it comes in the read that answers the start-up. O(n).
  */
 size_t rx__pg_read(struct rx_pg *s, const uint8_t *buf, size_t n,
 		   enum rx_wire_event *ev, enum rx_verdict *verdict);

@@ -172,6 +172,15 @@ static inline uint64_t rx__proto_cancels(struct rx_proto_state *st)
 	return rx__proto_id(st) == RX_PROTO_PG ? rx__pg_cancels(st) : 0;
 }
 
+/* rx__proto_cancel_key - after the verdict of the connection's call: the
+ * key a cancel of the program's own names when the answer said the call
+ * was cancelled (PostgreSQL's 57014: the backend's key), 0 otherwise
+ * (ADR-676). Read without the lock. O(1). */
+static inline uint64_t rx__proto_cancel_key(const struct rx_proto_state *st)
+{
+	return rx__proto_id(st) == RX_PROTO_PG ? rx__pg_cancel_key(st) : 0;
+}
+
 /* rx__proto_starts - on an answered connection, does a new request begin
  * in these bytes? Only a module that frames the connection can say; a
  * connection without one has no answered state to be in. Pure. */
