@@ -23,14 +23,6 @@ if [ "$(id -u)" = 0 ]; then
 	rx_need runuser
 fi
 RX_TIMEOUT=30
-verdicts() { # FILE: "success answered overload transient timeout rejected"
-	local v out=""
-	for v in success answered overload transient timeout rejected; do
-		out="$out $(sed -n "s/^resilix_calls_total{.*verdict=\"$v\"} //p" "$1" |
-			awk '{ s += $1 } END { print s + 0 }')"
-	done
-	echo $out
-}
 refusals() { # FILE: refusals of every key and reason
 	sed -n 's/^resilix_refusals_total{.*} //p' "$1" |
 		awk '{ s += $1 } END { print s + 0 }'
@@ -68,7 +60,7 @@ rx_assert_ge "pgbench transactions" "${tx:-0}" 100
 rx_assert_eq "pgbench failed transactions" 0 \
 	"$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$RX_TMP/pgbench.out")"
 rx_assert_eq "calls refused under pgbench" 0 "$(refusals "$m")"
-set -- $(verdicts "$m")
+set -- $(rx_verdicts "$m")
 rx_assert_ge "successful calls (queries and start-ups)" "$1" "$tx"
 rx_assert_eq "calls that were not a success" "0 0 0 0 0" "$2 $3 $4 $5 $6"
 rx_log "pgbench: $tx transactions, $1 calls, all successes, 0 refused"
@@ -98,7 +90,7 @@ if rx_usable psql; then
 	rx_assert_eq "psql exit status" 2 "$?"
 	rx_assert_grep "the server's FATAL" 'too many clients' "$err"
 	rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-		"0 0 1 0 0 0" "$(verdicts "$m")"
+		"0 0 1 0 0 0" "$(rx_verdicts "$m")"
 fi
 rx_pg_stop
 unset PGHOST PGPORT PGUSER PGDATABASE PGSSLMODE
@@ -117,7 +109,7 @@ if rx_usable redis-benchmark; then
 	rx_assert_grep "redis-benchmark ran SET" 'SET: [0-9.]* requests per second' "$RX_TMP/rb.out"
 	rx_assert_grep "redis-benchmark ran GET" 'GET: [0-9.]* requests per second' "$RX_TMP/rb.out"
 	rx_assert_eq "calls refused under redis-benchmark" 0 "$(refusals "$m")"
-	set -- $(verdicts "$m")
+	set -- $(rx_verdicts "$m")
 	rx_assert_ge "successful calls" "$1" 40000
 	rx_assert_eq "calls that were not a success" "0 0 0 0 0" "$2 $3 $4 $5 $6"
 	rx_log "redis-benchmark: $1 calls, all successes, 0 refused"

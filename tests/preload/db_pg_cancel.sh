@@ -33,15 +33,6 @@ rx_pg_start || rx_fail "PostgreSQL did not start"
 rx_dump_on_fail "$RX_PG_DIR/log"
 dsn="host=127.0.0.1 port=$RX_PG_PORT user=postgres dbname=postgres sslmode=disable"
 guard=(RESILIX_LOG=debug RESILIX_CONSECUTIVE_BACKSTOP=5 RESILIX_OPEN_MS=30000)
-# verdicts FILE: "success answered overload transient timeout rejected"
-verdicts() {
-	local v out=""
-	for v in success answered overload transient timeout rejected; do
-		out="$out $(sed -n "s/^resilix_calls_total{.*verdict=\"$v\"} //p" "$1" |
-			awk '{ s += $1 } END { print s + 0 }')"
-	done
-	echo $out
-}
 # calm LABEL ERRFILE: no transition, no refusal, no timeout settled.
 calm() {
 	rx_assert_eq "$1: breaker transitions" "" "$(rx_transitions "$2")"
@@ -79,7 +70,7 @@ PYEOF
 	rx_assert_eq "psycopg2: cancelled queries settled as abandoned" 8 \
 		"$(grep -c 'event=settle verdict=rejected .*at=cancelled' "$err")"
 	rx_assert_eq "psycopg2: verdicts (success answered overload transient timeout rejected)" \
-		"2 0 0 0 0 16" "$(verdicts "$m")"
+		"2 0 0 0 0 16" "$(rx_verdicts "$m")"
 	rx_log "psycopg2: 8 cancels, no evidence, the last query answered"
 	# Past the slow threshold, an abandonment is a timeout (ADR-193).
 	err=$RX_TMP/slow.err

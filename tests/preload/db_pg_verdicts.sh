@@ -42,15 +42,6 @@ conn() { # SSLMODE: a psql connection string
 at_server() {
 	grep -c "statement: $1" "$RX_PG_DIR/log" | tr -d ' '
 }
-# verdicts FILE: "success answered overload transient timeout rejected"
-verdicts() {
-	local v out=""
-	for v in success answered overload transient timeout rejected; do
-		out="$out $(sed -n "s/^resilix_calls_total{.*verdict=\"$v\"} //p" "$1" |
-			awk '{ s += $1 } END { print s + 0 }')"
-	done
-	echo $out
-}
 raise() { # CODE N: N statements raising CODE, one a line
 	local i
 	for i in $(seq 1 "$2"); do
@@ -92,7 +83,7 @@ rx_assert_grep "the 6th statement was refused at its write" \
 rx_assert_grep "psql saw the connection end" 'connection to server was lost' "$err"
 rx_assert_no_grep "the statement after the trip never ran" 'after' "$RX_TMP/08006.out"
 rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"1 0 0 5 0 0" "$(verdicts "$m")"
+	"1 0 0 5 0 0" "$(rx_verdicts "$m")"
 rx_log "08006: 5 at the server, 5 transient, the 6th refused in $((t1 - t0)) ms"
 t0=$(rx_now_ms)
 rx_shim RESILIX_LOG=info RESILIX_OPEN_MS=30000 RESILIX_STATE_FILE="$st" \
@@ -120,7 +111,7 @@ rx_assert_eq "inserts that reached the server" 30 \
 	$(($(at_server 'insert into u') - before))
 rx_assert_eq "transitions" "" "$(rx_transitions "$err")"
 rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"1 30 0 0 0 0" "$(verdicts "$m")"
+	"1 30 0 0 0 0" "$(rx_verdicts "$m")"
 
 # --- a real statement_timeout: 57014 is a timeout -------------------------
 m=$RX_TMP/m57014.prom err=$RX_TMP/57014.err
@@ -129,7 +120,7 @@ rx_shim RESILIX_LOG=info RESILIX_METRICS_FILE="$m" psql "$(conn disable)" \
 	-c 'SET statement_timeout = 50' -c 'SELECT pg_sleep(1)' >/dev/null 2>"$err"
 rx_assert_grep "the server cancelled the statement" 'canceling statement due to statement timeout' "$err"
 rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"2 0 0 0 1 0" "$(verdicts "$m")"
+	"2 0 0 0 1 0" "$(rx_verdicts "$m")"
 
 # --- sslmode=require: not misjudged ---------------------------------------
 rx_plain psql "$(conn require)" -Atc "$q" >"$RX_TMP/plain-tls.out" 2>&1
@@ -152,7 +143,7 @@ rx_assert_grep "the 6th statement over TLS was refused at its write" \
 	'event=refused reason=circuit-open .*at=write' "$err"
 rx_assert_grep "psql (TLS) saw the connection end" 'connection to server was lost' "$err"
 rx_assert_eq "verdicts (TLS: the SSLRequest's S, the start-up, 5 errors)" \
-	"2 0 0 5 0 0" "$(verdicts "$m")"
+	"2 0 0 5 0 0" "$(rx_verdicts "$m")"
 rx_shim RESILIX_LOG=info RESILIX_OPEN_MS=30000 RESILIX_STATE_FILE="$st" \
 	psql "$(conn require)" -Atc 'select 1' >"$RX_TMP/next-tls.out" 2>&1
 rx_assert_eq "the next psql (TLS) fails (exit 2)" 2 "$?"

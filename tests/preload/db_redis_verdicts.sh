@@ -23,14 +23,6 @@ rx_usable redis-cli || rx_skip "redis-cli cannot run in this build"
 rx_redis_start || rx_fail "redis-server did not start"
 rx_dump_on_fail "$RX_REDIS_DIR/log"
 cli=(redis-cli -h 127.0.0.1 -p "$RX_REDIS_PORT")
-verdicts() { # FILE: "success answered overload transient timeout rejected"
-	local v out=""
-	for v in success answered overload transient timeout rejected; do
-		out="$out $(sed -n "s/^resilix_calls_total{.*verdict=\"$v\"} //p" "$1" |
-			awk '{ s += $1 } END { print s + 0 }')"
-	done
-	echo $out
-}
 metric() { # NAME FILE: the value of a metric without labels beyond key
 	sed -n "s/^$1{key=\"[^\"]*\"} //p" "$2" | head -n1
 }
@@ -75,7 +67,7 @@ rx_assert_eq "unknown command errors redis-cli printed" 30 \
 	"$(grep -c '^ERR unknown command' "$RX_TMP/err.out")"
 rx_assert_eq "transitions" "" "$(rx_transitions "$err")"
 rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"1 30 0 0 0 0" "$(verdicts "$m")"
+	"1 30 0 0 0 0" "$(rx_verdicts "$m")"
 
 # --- -OOM: overload lowers the limit ---------------------------------------
 rx_plain "${cli[@]}" config set maxmemory 1 >/dev/null ||
@@ -90,7 +82,7 @@ rx_assert_eq "OOM errors redis-cli printed" 12 \
 	"$(grep -c '^OOM command not allowed' "$RX_TMP/oom.out")"
 rx_assert_eq "SETs that reached the server" 12 $(($(calls_of set) - ${before:-0}))
 rx_assert_eq "verdicts (success answered overload transient timeout rejected)" \
-	"1 0 12 0 0 0" "$(verdicts "$m")"
+	"1 0 12 0 0 0" "$(rx_verdicts "$m")"
 rx_assert_eq "the limiter's drops" 12 "$(metric resilix_limiter_drops_total "$m")"
 limit=$(metric resilix_limiter_limit "$m")
 rx_assert_le "the limiter's limit after 12 OOMs (was 20)" "${limit%.*}" 9

@@ -438,6 +438,17 @@ rx_assert_no_grep() { # DESCRIPTION REGEX FILE
 	rx_log "ok: $1"
 }
 
+# rx_verdicts FILE: the calls a metrics file counts per verdict, summed
+# over its keys: "success answered overload transient timeout rejected".
+rx_verdicts() {
+	local v out=""
+	for v in success answered overload transient timeout rejected; do
+		out="$out $(sed -n "s/^resilix_calls_total{.*verdict=\"$v\"} //p" "$1" |
+			awk '{ s += $1 } END { print s + 0 }')"
+	done
+	echo $out
+}
+
 # rx_transitions FILE: the breaker transitions logged by the shim, one
 # "from>to" per line, in order.
 rx_transitions() {
