@@ -200,7 +200,7 @@ rx_pg_start() {
 rx_pg_stop() {
 	local dir=${1:-${RX_PG_DIR:-}} pid wd i
 	[ -n "$dir" ] && [ -d "$dir" ] || return 0
-	pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null)
+	pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null) || true
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		timeout 15 bash -c "$(declare -f rx_pg_as); rx_pg_as \
 			'$(rx_pg_bindir)/pg_ctl' -D '$dir/data' -m immediate -w -t 10 \
@@ -209,12 +209,12 @@ rx_pg_stop() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.05
 		done
-		kill -KILL "$pid" 2>/dev/null
+		kill -KILL "$pid" 2>/dev/null || true
 	fi
-	wd=$(cat "$dir/watchdog.pid" 2>/dev/null)
+	wd=$(cat "$dir/watchdog.pid" 2>/dev/null) || true
 	if [ -n "$wd" ]; then
-		kill -TERM "$wd" 2>/dev/null
-		wait "$wd" 2>/dev/null
+		kill -TERM "$wd" 2>/dev/null || true
+		wait "$wd" 2>/dev/null || true
 	fi
 	rm -rf "$dir"
 	[ "$dir" = "${RX_PG_DIR:-}" ] && RX_PG_DIR=
