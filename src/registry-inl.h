@@ -64,6 +64,9 @@ struct rx_registry {
 	uint32_t slots_per_key;
 	uint32_t count;
 	uint32_t unused;       /* the last `unused` entries were never used */
+	uint32_t backed;       /* entries below this index may be handed out:
+				* their memory is known to be there (ADR-680) */
+	uint32_t pad;
 	uint64_t overflows;
 	uint64_t last_now_ns;
 	struct rx__list free, idle, parked;
@@ -79,11 +82,18 @@ static inline struct rx__entry *rx__entries(const struct rx_registry *r)
  * formatted: zero, free, their pages possibly never touched. A scan for
  * live keys stops here, so a fork's or an exit's walk over a registry of
  * a few keys faults in a few pages, not one per entry (ADR-666). A count
- * out of range (a torn shared header) scans every entry. */
+ * out of range (a torn shared header) scans every entry whose memory is
+ * known to be there, and never one past it: in a segment on a full file
+ * system, touching such an entry is a SIGBUS (ADR-680). */
 static inline uint32_t rx__entries_used(const struct rx_registry *r)
 {
-	return r->unused <= r->cfg.max_keys ? r->cfg.max_keys - r->unused
-					    : r->cfg.max_keys;
+	uint32_t backed = r->backed < r->cfg.max_keys ? r->backed
+						      : r->cfg.max_keys;
+
+	return r->unused <= r->cfg.max_keys &&
+		       r->cfg.max_keys - r->unused <= backed
+		   ? r->cfg.max_keys - r->unused
+		   : backed;
 }
 
 static inline uint32_t *rx__table(const struct rx_registry *r)

@@ -136,10 +136,12 @@ static void list_remove(struct rx_registry *r, struct rx__entry *e)
 	e->list = RX__LIST_PINNED;
 }
 
-/* Is an entry left for a new key, given back or never used? */
+/* Is an entry left for a new key, given back or never used and backed
+ * (ADR-680)? */
 static bool has_room(const struct rx_registry *r)
 {
-	return r->free.head != RX__NIL || r->unused > 0;
+	return r->free.head != RX__NIL ||
+	       (r->unused > 0 && r->cfg.max_keys - r->unused < r->backed);
 }
 
 /*
@@ -338,6 +340,10 @@ void rx_registry_repair(struct rx_registry *r,
 {
 	uint32_t n = r->cfg.max_keys;
 
+	/* Entries from the backed bound on were never handed out, and their
+	 * memory may not be there (ADR-680): never read. */
+	if (r->backed < n)
+		n = r->backed;
 	memset(rx__table(r), 0, ((size_t)r->table_mask + 1) * sizeof(uint32_t));
 	r->free.head = r->free.tail = RX__NIL;
 	r->idle.head = r->idle.tail = RX__NIL;
@@ -345,11 +351,11 @@ void rx_registry_repair(struct rx_registry *r,
 	r->count = 0;
 	/* Free entries above the last one holding a key count as never
 	 * used again: taking one sets every field. */
-	r->unused = 0;
-	while (r->unused < n &&
-	       checked_free(&rx__entries(r)[n - 1 - r->unused]))
+	r->unused = r->cfg.max_keys - n;
+	while (r->unused < r->cfg.max_keys &&
+	       checked_free(&rx__entries(r)[r->cfg.max_keys - 1 - r->unused]))
 		r->unused++;
-	for (uint32_t i = 0; i < n - r->unused; i++) {
+	for (uint32_t i = 0; i < r->cfg.max_keys - r->unused; i++) {
 		struct rx__entry *e = &rx__entries(r)[i];
 		bool half_done = e->list == RX__LIST_PINNED && e->pins == 0;
 		bool found;
@@ -472,8 +478,63 @@ int rx_registry_format(void *mem, size_t size,
 	r->idle.head = r->idle.tail = RX__NIL;
 	r->parked.head = r->parked.tail = RX__NIL;
 	r->unused = rcfg->max_keys; /* zeroed: every entry free, untouched */
+	r->backed = rcfg->max_keys; /* the caller's memory: all there */
 	*out = r;
 	return RX_OK;
+}
+
+int rx_registry_fixed_spans(const struct rx_registry_config *rcfg,
+			    const struct rx_guard_config *gcfg,
+			    struct rx_registry_span out[RX_REGISTRY_SPANS])
+{
+	struct layout l;
+
+	if (rx_registry_size(rcfg, gcfg) == 0)
+		return 0;
+	layout_of(rcfg, gcfg, &l);
+	out[0].off = 0;
+	out[0].len = l.entries;
+	out[1].off = l.table;
+	out[1].len = (uint64_t)l.table_size * sizeof(uint32_t);
+	return 2;
+}
+
+int rx_registry_entry_spans(const struct rx_registry *r, uint32_t first,
+			    uint32_t n,
+			    struct rx_registry_span out[RX_REGISTRY_SPANS])
+{
+	int k = 0;
+
+	if (first >= r->cfg.max_keys || n == 0)
+		return 0;
+	if (n > r->cfg.max_keys - first)
+		n = r->cfg.max_keys - first;
+	out[k].off = r->entries_off + (uint64_t)first * sizeof(struct rx__entry);
+	out[k++].len = (uint64_t)n * sizeof(struct rx__entry);
+	if (r->slots_off != 0) {
+		uint64_t per = (uint64_t)r->slots_per_key *
+			       sizeof(struct rx_window_slot);
+
+		out[k].off = r->slots_off + first * per;
+		out[k++].len = n * per;
+	}
+	return k;
+}
+
+uint32_t rx_registry_backed(const struct rx_registry *r)
+{
+	return r->backed;
+}
+
+void rx_registry_set_backed(struct rx_registry *r, uint32_t n)
+{
+	r->backed = n < r->cfg.max_keys ? n : r->cfg.max_keys;
+}
+
+bool rx_registry_wants_backing(const struct rx_registry *r)
+{
+	return r->free.head == RX__NIL && r->unused > 0 &&
+	       r->cfg.max_keys - r->unused >= r->backed;
 }
 
 /*

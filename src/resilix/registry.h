@@ -181,6 +181,42 @@ const char *rx_registry_key(const struct rx_registry *r,
 bool rx_registry_is(const struct rx_registry *r, const struct rx_guard *g,
                     const char *key, size_t len, uint32_t hash);
 
+/*
+ * Backing (ADR-680). A block in memory that may not be there when first
+ * touched - a file on a tmpfs that fills up, mapped MAP_SHARED, where the
+ * first touch of a page with no space left is a SIGBUS - is handed out
+ * only as far as its owner has made sure of it. An entry at or past the
+ * backed bound is never handed out nor read: a new key that would need
+ * one evicts an idle key or is refused, as when the registry is full.
+ * rx_registry_format and rx_registry_create back every entry.
+ *
+ * rx_registry_fixed_spans - the byte ranges, from the block's start, that
+ * any use touches (the header, the hash index) in a block of these
+ * settings, known before it is formatted; 0 ranges for settings
+ * rx_registry_size refuses. rx_registry_entry_spans -
+ * those of entries @first to @first + @n - 1 (each entry and its window
+ * slots), clamped to max_keys; 0 ranges when @first is past it. Both
+ * write at most RX_REGISTRY_SPANS ranges to @out and return how many.
+ * rx_registry_backed - the bound; rx_registry_set_backed - set it (to at
+ * most max_keys; a caller lowers it only before the first acquire).
+ * rx_registry_wants_backing - would a new key need an entry past the
+ * bound (none given back is free, and never-used ones are left)? Not
+ * thread-safe: callers serialise on the registry; O(1); no allocation.
+ */
+#define RX_REGISTRY_SPANS 2
+struct rx_registry_span {
+        uint64_t off, len; /* bytes */
+};
+int rx_registry_fixed_spans(const struct rx_registry_config *rcfg,
+                            const struct rx_guard_config *gcfg,
+                            struct rx_registry_span out[RX_REGISTRY_SPANS]);
+int rx_registry_entry_spans(const struct rx_registry *r, uint32_t first,
+                            uint32_t n,
+                            struct rx_registry_span out[RX_REGISTRY_SPANS]);
+uint32_t rx_registry_backed(const struct rx_registry *r);
+void rx_registry_set_backed(struct rx_registry *r, uint32_t n);
+bool rx_registry_wants_backing(const struct rx_registry *r);
+
 /* rx_registry_count - live keys; rx_registry_overflows - acquire calls
  * that found no room, since create (saturating). Not thread-safe; O(1);
  * no allocation. */

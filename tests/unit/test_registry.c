@@ -557,6 +557,146 @@ static void test_walks_stop_at_untouched_entries(void)
 	munmap(mem, size);
 }
 
+/* A bound on the entries handed out (ADR-680): a new key that would need
+ * an entry past it evicts an idle key or is refused, as when the
+ * registry is full, and says so through rx_registry_wants_backing; a
+ * raised bound hands the next entry out. */
+static void test_backed_bound(void)
+{
+	struct rx_registry *r = make(8, 0, NULL);
+	struct rx_guard *a, *b, *c;
+
+	CU_ASSERT_EQUAL(rx_registry_backed(r), 8);
+	CU_ASSERT_FALSE(rx_registry_wants_backing(r));
+	rx_registry_set_backed(r, 0);
+	CU_ASSERT_TRUE(rx_registry_wants_backing(r));
+	CU_ASSERT_PTR_NULL(getn(r, 0, 1));
+	CU_ASSERT_EQUAL(rx_registry_overflows(r), 1);
+	rx_registry_set_backed(r, 1);
+	CU_ASSERT_FALSE(rx_registry_wants_backing(r));
+	a = getn(r, 0, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_EQUAL(rx_registry_index(r, a), 0);
+	CU_ASSERT_TRUE(rx_registry_wants_backing(r));
+	CU_ASSERT_PTR_NULL(getn(r, 1, 3)); /* a is pinned */
+	rx_registry_set_backed(r, 2);
+	b = getn(r, 1, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL(rx_registry_index(r, b), 1);
+	/* An idle key's entry is reused rather than one not backed. */
+	rx_registry_release(r, a);
+	c = getn(r, 2, 5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(rx_registry_index(r, c), 0);
+	CU_ASSERT_EQUAL(rx_registry_count(r), 2);
+	rx_registry_set_backed(r, 100); /* clamped to max_keys */
+	CU_ASSERT_EQUAL(rx_registry_backed(r), 8);
+	rx_registry_release(r, b);
+	rx_registry_release(r, c);
+	rx_registry_destroy(r);
+}
+
+/* The spans of a key are its entry and its window slots, where the
+ * registry puts them; the fixed ones are the header before the entries
+ * and the hash index after them. */
+static void test_spans(void)
+{
+	struct rx_registry_config rc = {.max_keys = 16, .key_ttl_ms = 0};
+	struct rx_registry_span fx[RX_REGISTRY_SPANS], s0[RX_REGISTRY_SPANS],
+	    s1[RX_REGISTRY_SPANS], s01[RX_REGISTRY_SPANS];
+	struct rx_guard_config gc;
+	struct rx_registry *r = make(16, 0, &gc);
+	struct rx_guard *g0, *g1;
+
+	g0 = getn(r, 0, 1);
+	g1 = getn(r, 1, 1);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_fixed_spans(&rc, &gc, fx), 2);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_entry_spans(r, 0, 1, s0), 2);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_entry_spans(r, 1, 1, s1), 2);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_entry_spans(r, 0, 2, s01), 2);
+	CU_ASSERT_EQUAL(s0[0].off, (uint64_t)((char *)g0 - (char *)r));
+	CU_ASSERT_EQUAL(s1[0].off, (uint64_t)((char *)g1 - (char *)r));
+	CU_ASSERT_EQUAL(s1[0].off, s0[0].off + s0[0].len);
+	CU_ASSERT_EQUAL(s1[1].off, s0[1].off + s0[1].len);
+	CU_ASSERT_EQUAL(s01[0].len, 2 * s0[0].len);
+	CU_ASSERT_EQUAL(s01[1].len, 2 * s0[1].len);
+	CU_ASSERT_EQUAL(s0[1].len, 16 * sizeof(struct rx_window_slot));
+	CU_ASSERT_EQUAL(fx[0].off, 0);
+	CU_ASSERT_EQUAL(fx[0].len, s0[0].off);
+	CU_ASSERT_TRUE(fx[1].off >= s0[0].off + 16 * s0[0].len);
+	CU_ASSERT_TRUE(fx[1].off + fx[1].len <= s0[1].off);
+	CU_ASSERT_EQUAL(rx_registry_entry_spans(r, 16, 1, s0), 0);
+	CU_ASSERT_EQUAL(rx_registry_entry_spans(r, 15, 9, s0), 2);
+	CU_ASSERT_EQUAL(s0[0].len, s1[0].len); /* clamped to one */
+	rx_registry_release(r, g0);
+	rx_registry_release(r, g1);
+	rx_registry_destroy(r);
+}
+
+/* Nothing reads an entry past the bound, a repair included: with those
+ * pages made unreadable (as a segment's pages on a full tmpfs, whose
+ * first touch is a SIGBUS) repair, walks and look-ups do not fault.
+ * Repair read the top entry first, so it faulted (ADR-680). */
+static void test_nothing_read_past_bound(void)
+{
+	struct rx_registry_config rc = {.max_keys = 256, .key_ttl_ms = 0};
+	struct rx_guard_config gc;
+	struct rx_registry *r = NULL;
+	struct sigaction sa = {.sa_handler = on_walk_fault}, old_segv, old_bus;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	rx_guard_config_default(&gc);
+	size_t size = rx_registry_size(&rc, &gc);
+	char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(mem != MAP_FAILED);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_format(mem, size, &rc, &gc, &r),
+			      RX_OK);
+	rx_registry_set_backed(r, 2);
+	struct rx_guard *held[2]; /* pinned: nothing to evict for a third */
+	for (unsigned i = 0; i < 2; i++)
+		held[i] = getn(r, i, 1 + i);
+	struct rx_registry_span sp[RX_REGISTRY_SPANS];
+	CU_ASSERT_EQUAL_FATAL(rx_registry_entry_spans(r, 2, 254, sp), 2);
+	uintptr_t lo[2], hi[2];
+	for (int k = 0; k < 2; k++) {
+		lo[k] = ((uintptr_t)mem + sp[k].off + page - 1) & ~(page - 1);
+		hi[k] = ((uintptr_t)mem + sp[k].off + sp[k].len) & ~(page - 1);
+		CU_ASSERT_FATAL(hi[k] > lo[k] + 8 * page);
+		CU_ASSERT_EQUAL_FATAL(
+		    mprotect((void *)lo[k], hi[k] - lo[k], PROT_NONE), 0);
+	}
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+	volatile int stage = 0;
+	if (sigsetjmp(walk_fault, 1) == 0) {
+		unsigned n = 0;
+		rx_registry_repair(r, NULL, NULL, 10);
+		stage = 1;
+		CU_ASSERT_EQUAL(rx_registry_count(r), 2);
+		rx_registry_foreach(r, count_fn, &n);
+		CU_ASSERT_EQUAL(n, 2);
+		stage = 2;
+		CU_ASSERT_PTR_NULL(rx_registry_guard_at(r, rc.max_keys - 1));
+		CU_ASSERT_PTR_NULL(getn(r, 9, 11)); /* the bound holds */
+		stage = 3;
+	}
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGBUS, &old_bus, NULL);
+	CU_ASSERT_EQUAL(stage, 3); /* else that stage read past the bound */
+	for (int k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL(mprotect((void *)lo[k], hi[k] - lo[k],
+					 PROT_READ | PROT_WRITE),
+				0);
+	rx_registry_set_backed(r, 3);
+	struct rx_guard *g = getn(r, 9, 20);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL(rx_registry_index(r, g), 2);
+	rx_registry_release(r, g);
+	for (unsigned i = 0; i < 2; i++)
+		rx_registry_release(r, held[i]);
+	munmap(mem, size);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -582,6 +722,9 @@ int main(void)
 	    {"repair keeps the untouched tail", test_repair_keeps_untouched_tail},
 	    {"walks stop at the untouched entries",
 	     test_walks_stop_at_untouched_entries},
+	    {"backed bound", test_backed_bound},
+	    {"spans of keys and fixed parts", test_spans},
+	    {"nothing read past the bound", test_nothing_read_past_bound},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("registry", tests);
