@@ -203,6 +203,7 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	struct rx_registry *r = rx__admit_registry();
 	struct rx_lock *l;
 	struct rx_guard *g = spare_take();
+	bool short_of_space;
 
 	if (g) {
 		if (rx_registry_is(r, g, key, len, hash) &&
@@ -215,13 +216,24 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	if (!rx__shared_on &&
 	    rx_registry_count(r) >= rx__cfg.registry.max_keys)
 		reclaim_kept(r);
+	/* A segment's entries are handed out as far as their pages are
+	 * reserved, one key ahead: the acquire after the one that took the
+	 * last reserves the next, outside the lock (ADR-680). */
+	if (rx__shared_on && rx_registry_wants_backing(r)) {
+		rx__unlock(l);
+		rx__shared_back(1, now);
+		rx__lock(l);
+	}
 	g = rx_registry_acquire_hashed(r, key, len, hash, now);
 	if (g && rx__shared_on)
 		rx__shm_holds[rx_registry_index(r, g)].pins++;
+	/* Short of reserved entries, not of keys: shared.c said why. */
+	short_of_space = !g && rx__shared_on && rx_registry_wants_backing(r);
 	rx__unlock(l);
 	if (rx__shared_on && rx__shared_sweep_due())
 		rx__shared_sweep(now, true);
-	if (!g && !atomic_exchange(&warned_registry_full, true))
+	if (!g && !short_of_space &&
+	    !atomic_exchange(&warned_registry_full, true))
 		rx__log(RX_LOG_WARN,
 			"key=%s event=registry-full max_keys=%u "
 			"msg=\"calls to new keys pass through unguarded\"",

@@ -15,7 +15,11 @@
  *   hold table         RX_SHM_PROCS x max_keys x struct rx_shm_hold
  *
  * The file is sparse: pages nobody touched cost nothing. Its size is
- * fixed by RESILIX_MAX_KEYS and the window: no growth, ever.
+ * fixed by RESILIX_MAX_KEYS and the window: no growth, ever. Every page
+ * is reserved before its first touch (shmback.h, ADR-680): at creation
+ * the header, the process table, the registry's header and hash index;
+ * a process's hold row before it claims the slot; a key's entry, window,
+ * lock and wait record before the registry hands the entry out.
  *
  * Liveness: a slot's pid answers kill(pid, 0) and its start time (field
  * 22 of /proc/PID/stat) is the one recorded, and it is not a zombie; a
@@ -46,6 +50,7 @@
 #include "log.h"
 #include "runtime.h"
 #include "shared.h"
+#include "shmback.h"
 #include "symbols.h"
 
 #define SHM_MAGIC "RXSHARE"  /* 8 bytes with its NUL */
@@ -55,8 +60,10 @@
  * 5: lock tags name a slot's claim (ADR-623); 6: the limiter's config
  * says whether its maximum binds while learning (ADR-625), a byte an
  * older build leaves as padding and would not read; 7: the limiter knows
- * whether drops bound it (ADR-651), a byte of padding before too. */
-#define SHM_VERSION 7u
+ * whether drops bound it (ADR-651), a byte of padding before too; 8: the
+ * registry hands out only the entries reserved (ADR-680), a bound an
+ * older build would not keep to. */
+#define SHM_VERSION 8u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */
@@ -122,6 +129,8 @@ static uint32_t max_keys;
 static int my_slot = -1;
 static uint64_t my_start;
 static char seg_path[4096 + 32];
+/* The file mapped, for reserving its pages (ADR-680). */
+static struct rx_shm_file seg_file;
 /* This process's pins at fork (prepare handler), for the child. */
 static int32_t *fork_pins;
 
@@ -271,8 +280,12 @@ static void repair_key(uint32_t k, int dead, uint64_t now)
 	for (s = 0; s < RX_SHM_PROCS; s++) {
 		struct rx_shm_hold *h = &row(s)[k];
 
+		/* A free slot's row may have no memory (ADR-680), and is
+		 * zeroed when claimed. */
+		if (atomic_load(&procs[s].pid) == 0)
+			continue;
 		h->probes = 0;
-		if (s == dead || atomic_load(&procs[s].pid) == 0) {
+		if (s == dead) {
 			h->calls = h->lim = h->queued = h->bucket = 0;
 			continue;
 		}
@@ -435,19 +448,37 @@ void rx__shared_sweep(uint64_t now, bool force)
 
 /* ---- the process slot ---------------------------------------------------- */
 
-static int claim_slot(const struct rx_config *cfg)
+/*
+ * Claim a free process slot for this process. A slot's hold row is
+ * reserved before the slot is taken (ADR-680): whoever sees a slot in use
+ * may read and write its row, so a taken slot's row is always there. A
+ * row that cannot be reserved - a full file system - is skipped (a row
+ * some earlier process used is there already). Returns the slot, or -1
+ * with *@why saying why none could be had.
+ */
+static int claim_slot(const struct rx_config *cfg, const char **why)
 {
 	uint32_t me = (uint32_t)getpid();
+	int pass, s, err = 0;
 	bool zombie;
-	int pass, s;
 
 	my_start = start_time_of((pid_t)me, &zombie);
 	for (pass = 0; pass < 2; pass++) {
 		for (s = 0; s < RX_SHM_PROCS; s++) {
 			uint32_t zero = 0;
+			int e;
 
-			if (atomic_load(&procs[s].pid) != 0 ||
-			    !atomic_compare_exchange_strong(&procs[s].pid,
+			if (atomic_load(&procs[s].pid) != 0)
+				continue;
+			e = rx__shm_back(&seg_file,
+					 (uint64_t)((char *)row(s) -
+						    seg_file.base),
+					 sizeof(*holds) * max_keys);
+			if (e != 0) {
+				err = e;
+				continue;
+			}
+			if (!atomic_compare_exchange_strong(&procs[s].pid,
 							    &zero, me))
 				continue;
 			atomic_fetch_add(&procs[s].gen, 1); /* a new tag */
@@ -462,7 +493,13 @@ static int claim_slot(const struct rx_config *cfg)
 		}
 		sweep(); /* full: give back the dead ones' slots, once */
 	}
+	*why = err ? rx__shm_back_why(&seg_file, err) : NULL;
 	return -1;
+}
+
+bool rx__shared_back(uint32_t more, uint64_t now_ns)
+{
+	return rx__shared_on && rx__shm_back_keys(&seg_file, more, now_ns);
 }
 
 static void take_slot(int s)
@@ -476,7 +513,7 @@ static void take_slot(int s)
 
 static void refuse(const char *what)
 {
-	char line[sizeof(seg_path) + 200];
+	char line[sizeof(seg_path) + 400];
 
 	snprintf(line, sizeof(line),
 		 "RESILIX_SHARED: %.4000s %s; this process guards on its own",
@@ -591,6 +628,26 @@ static void *map_all(int fd, size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* What seg_file records of the file on @fd mapped at @p (the layout
+ * @w): false when it cannot be examined. */
+static bool file_of(int fd, void *p, const struct shm_header *w)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return false;
+	seg_file = (struct rx_shm_file){
+	    .path = seg_path, .dev = st.st_dev, .ino = st.st_ino,
+	    .size = w->size, .base = p, .max_keys = w->max_keys,
+	    .off_registry = w->off_registry, .off_locks = w->off_locks,
+	    .lock_bytes = sizeof(struct rx_lock), .off_waits = w->off_waits,
+	    .wait_bytes = w->sizeof_wait,
+	    .registry = (struct rx_registry *)(void *)((char *)p +
+							w->off_registry),
+	    .registry_lock = &((struct shm_header *)p)->registry_lock};
+	return true;
+}
+
 /* Open an existing segment, check it, map it. NULL: refused (said). */
 static void *open_existing(const struct shm_header *want)
 {
@@ -678,6 +735,11 @@ static void *open_existing(const struct shm_header *want)
 		refuse("cannot be mapped");
 		goto fail;
 	}
+	if (!file_of(fd, p, want)) {
+		refuse("cannot be examined");
+		munmap(p, want->size);
+		goto fail;
+	}
 	close(fd);
 	return p;
 fail:
@@ -692,7 +754,7 @@ static void *create_new(const struct shm_header *want, bool *exists)
 	struct shm_header *h;
 	struct rx_registry *r;
 	void *p;
-	int fd;
+	int fd, err = 0;
 
 	*exists = false;
 	fd = open(seg_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -717,6 +779,20 @@ static void *create_new(const struct shm_header *want, bool *exists)
 		close(fd);
 		return NULL;
 	}
+	if (!file_of(fd, p, want) ||
+	    (err = rx__shm_back_fixed(&seg_file, &want->rcfg, &want->gcfg)) !=
+		0) {
+		char buf[300];
+
+		snprintf(buf, sizeof(buf), "cannot be made (%s)",
+			 err ? rx__shm_back_why(&seg_file, err)
+			     : "cannot be examined");
+		refuse(buf);
+		munmap(p, want->size);
+		unlink(seg_path);
+		close(fd);
+		return NULL;
+	}
 	close(fd);
 	h = p;
 	memcpy(h, want, sizeof(*h));
@@ -728,6 +804,9 @@ static void *create_new(const struct shm_header *want, bool *exists)
 		unlink(seg_path);
 		return NULL;
 	}
+	/* No key's memory is reserved yet: the first use of each reserves
+	 * it (ADR-680). */
+	rx_registry_set_backed(r, 0);
 	atomic_store_explicit(&h->ready, SHM_READY, memory_order_release);
 	return p;
 }
@@ -736,6 +815,7 @@ int rx__shared_setup(const struct rx_config *cfg, size_t wait_size,
 		     struct rx_shm_view *out)
 {
 	struct shm_header want;
+	const char *why = NULL;
 	bool exists = false;
 	void *p = NULL;
 	int s;
@@ -773,13 +853,20 @@ int rx__shared_setup(const struct rx_config *cfg, size_t wait_size,
 		munmap(p, hdr->size);
 		return -1;
 	}
-	s = claim_slot(cfg);
+	s = claim_slot(cfg, &why);
 	if (s < 0) {
-		char buf[96];
+		char buf[300];
 
-		snprintf(buf, sizeof(buf),
-			 "has no free process slot (%d processes use it)",
-			 RX_SHM_PROCS);
+		if (why)
+			snprintf(buf, sizeof(buf),
+				 "has no process slot this process can use "
+				 "(%s)",
+				 why);
+		else
+			snprintf(buf, sizeof(buf),
+				 "has no free process slot (%d processes use "
+				 "it)",
+				 RX_SHM_PROCS);
 		refuse(buf);
 		munmap(p, hdr->size);
 		return -1;
@@ -817,6 +904,7 @@ void rx__shared_before_fork(void)
 void rx__shared_after_fork_child(void)
 {
 	struct rx_config cfg;
+	const char *why = NULL;
 	uint32_t k;
 	int s;
 
@@ -825,11 +913,13 @@ void rx__shared_after_fork_child(void)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.criticality = (enum rx_criticality)procs[my_slot].criticality;
 	cfg.tenant = procs[my_slot].tenant;
-	s = claim_slot(&cfg);
+	s = claim_slot(&cfg, &why);
 	if (s < 0) {
 		/* No slot: the child passes every call through rather than
 		 * settle under its parent's name. */
-		rx__log(RX_LOG_WARN, "event=shared-no-slot action=pass-through");
+		rx__log(RX_LOG_WARN,
+			"event=shared-no-slot action=pass-through why=\"%s\"",
+			why ? why : "all in use");
 		atomic_store(&rx__init_state, RX_INIT_OFF);
 		return;
 	}

@@ -84,6 +84,19 @@ void rx__shared_after_fork_child(void);
  */
 void rx__shared_sweep(uint64_t now_ns, bool force);
 
+/*
+ * rx__shared_back - make sure the next @more keys past those reserved
+ * have their pages in the segment (entry, window, lock, wait record), so
+ * that the registry may hand them out (ADR-680): before a new key would
+ * need one, and before the state file seeds a segment. No lock held by
+ * the caller. Returns false when they cannot be had - the file system is
+ * full, the file was cut short or replaced - with one line on stderr the
+ * first time; then new keys pass through unguarded, as when the registry
+ * is full, and a second attempt waits a second. A few system calls, once
+ * per key host-wide; false at once without a segment.
+ */
+bool rx__shared_back(uint32_t more, uint64_t now_ns);
+
 /* A sweep is due (a lock was taken over from a dead process): one load. */
 bool rx__shared_sweep_due(void);
 

@@ -395,6 +395,11 @@ void rx__state_setup(const struct rx_config *cfg, struct rx_registry *reg,
 	 * others find the file's history in it already (ADR-485). */
 	if (rx__shared_on && !rx__shared_created)
 		len = -1;
+	/* The keys it seeds need their pages first (ADR-680); those that
+	 * cannot have them are dropped, as past max_keys. */
+	if (len >= 0 && rx__shared_on)
+		(void)rx__shared_back(rx_snapshot_keys(buf, (size_t)len),
+				      hydrated_ns);
 	if (len >= 0) {
 		rc = rx_snapshot_hydrate(reg, buf, (size_t)len, hydrated_ns,
 					 wall_ns());
