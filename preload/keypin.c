@@ -219,7 +219,7 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	/* A segment's entries are handed out as far as their pages are
 	 * reserved, one key ahead: the acquire after the one that took the
 	 * last reserves the next, outside the lock (ADR-680). */
-	if (rx__shared_on && rx_registry_wants_backing(r)) {
+	if (rx__shared_on && rx__registry_wants_backing(r)) {
 		rx__unlock(l);
 		rx__shared_back(1, now);
 		rx__lock(l);
@@ -228,7 +228,7 @@ struct rx_guard *rx__key_acquire_hashed(const char *key, size_t len,
 	if (g && rx__shared_on)
 		rx__shm_holds[rx_registry_index(r, g)].pins++;
 	/* Short of reserved entries, not of keys: shared.c said why. */
-	short_of_space = !g && rx__shared_on && rx_registry_wants_backing(r);
+	short_of_space = !g && rx__shared_on && rx__registry_wants_backing(r);
 	rx__unlock(l);
 	if (rx__shared_on && rx__shared_sweep_due())
 		rx__shared_sweep(now, true);

@@ -16,6 +16,7 @@
 #ifndef RESILIX_REGISTRY_INL_H
 #define RESILIX_REGISTRY_INL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,15 @@ static inline uint32_t rx__entries_used(const struct rx_registry *r)
 		       r->cfg.max_keys - r->unused <= backed
 		   ? r->cfg.max_keys - r->unused
 		   : backed;
+}
+
+/* rx_registry_wants_backing, inline for the shim's acquire in a segment,
+ * which asks it on every new connection (ADR-680). */
+static inline bool rx__registry_wants_backing(const struct rx_registry *r)
+{
+	/* Mostly false at the first test: an entry is reserved ahead. */
+	return r->cfg.max_keys - r->unused >= r->backed && r->unused > 0 &&
+	       r->free.head == RX__NIL;
 }
 
 static inline uint32_t *rx__table(const struct rx_registry *r)

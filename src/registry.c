@@ -533,8 +533,7 @@ void rx_registry_set_backed(struct rx_registry *r, uint32_t n)
 
 bool rx_registry_wants_backing(const struct rx_registry *r)
 {
-	return r->free.head == RX__NIL && r->unused > 0 &&
-	       r->cfg.max_keys - r->unused >= r->backed;
+	return rx__registry_wants_backing(r);
 }
 
 /*
