@@ -855,18 +855,11 @@ int rx__shared_setup(const struct rx_config *cfg, size_t wait_size,
 	}
 	s = claim_slot(cfg, &why);
 	if (s < 0) {
-		char buf[300];
+		char buf[300], all[48];
 
-		if (why)
-			snprintf(buf, sizeof(buf),
-				 "has no process slot this process can use "
-				 "(%s)",
-				 why);
-		else
-			snprintf(buf, sizeof(buf),
-				 "has no free process slot (%d processes use "
-				 "it)",
-				 RX_SHM_PROCS);
+		snprintf(all, sizeof(all), "%d processes use it", RX_SHM_PROCS);
+		snprintf(buf, sizeof(buf), "has no %s process slot (%s)",
+			 why ? "usable" : "free", why ? why : all);
 		refuse(buf);
 		munmap(p, hdr->size);
 		return -1;

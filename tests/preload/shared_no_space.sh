@@ -8,7 +8,8 @@
 # must attach (the dead first one's process slot, already backed, is
 # reused), keep sharing the key already there, pass calls to new keys
 # through unguarded with one line naming the path and the lack of space,
-# and exit 0 with every answer. A segment that cannot be made there at
+# and exit 0 with every answer; a process that finds no slot whose row
+# has memory guards on its own, with one line. A segment that cannot be made there at
 # all leaves the process guarding on its own, with one line. Needs root
 # to mount the tmpfs; skipped otherwise.
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +70,26 @@ for n in 0 1 2 3; do
 			'event=registry-full' "$err"
 	fi
 done
+
+# A second process while the first lives: the only row with memory is
+# the first's, so it takes no slot and guards on its own, with one line.
+bg_out=$RX_TMP/bg.out
+bg_err=$RX_TMP/bg.err
+rx_dump_on_fail "$bg_out" "$bg_err"
+rx_shim RESILIX_SHARED="$SEG" RESILIX_LOG=debug "$CLIENT" \
+	--port "${ports[0]}" --requests 30 --interval-ms 100 \
+	>"$bg_out" 2>"$bg_err" &
+bg=$!
+rx_wait_for 10 grep -q 'event=shared-attached' "$bg_err" ||
+	rx_fail "the living process did not attach"
+rx_shim RESILIX_SHARED="$SEG" "$CLIENT" --port "${ports[1]}" \
+	--requests 2 >"$out" 2>"$err"
+check "full, a second living process" "$?" "$out" "$err" 2
+rx_assert_grep "full, a second living process: the line" \
+	"^resilix: RESILIX_SHARED: $SEG has no usable process slot [(]no space left on its file system.*this process guards on its own" \
+	"$err"
+wait "$bg"
+check "full, the living process" "$?" "$bg_out" "$bg_err" 30
 
 # One process over several new keys: every answer, one line.
 if rx_usable curl; then

@@ -504,20 +504,29 @@ static void on_walk_fault(int sig)
 	siglongjmp(walk_fault, 1);
 }
 
+/* A registry of @rc's keys, default guards, formatted in fresh anonymous
+ * pages (a test may make some unreadable); its block's *@size bytes. */
+static char *mapped_registry(const struct rx_registry_config *rc,
+			     struct rx_registry **r, size_t *size)
+{
+	struct rx_guard_config gc;
+	rx_guard_config_default(&gc);
+	*size = rx_registry_size(rc, &gc);
+	char *mem = mmap(NULL, *size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(mem != MAP_FAILED);
+	CU_ASSERT_EQUAL_FATAL(rx_registry_format(mem, *size, rc, &gc, r),
+			      RX_OK);
+	return mem;
+}
+
 static void test_walks_stop_at_untouched_entries(void)
 {
 	struct rx_registry_config rc = {.max_keys = 256, .key_ttl_ms = 0};
-	struct rx_guard_config gc;
 	struct rx_registry *r = NULL;
 	struct sigaction sa = {.sa_handler = on_walk_fault}, old_segv, old_bus;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	rx_guard_config_default(&gc);
-	size_t size = rx_registry_size(&rc, &gc);
-	char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CU_ASSERT_FATAL(mem != MAP_FAILED);
-	CU_ASSERT_EQUAL_FATAL(rx_registry_format(mem, size, &rc, &gc, &r),
-			      RX_OK);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size;
+	char *mem = mapped_registry(&rc, &r, &size);
 	for (unsigned i = 0; i < 2; i++)
 		rx_registry_release(r, getn(r, i, 1 + i));
 	char *e0 = (char *)rx_registry_guard_at(r, 0);
@@ -640,17 +649,10 @@ static void test_spans(void)
 static void test_nothing_read_past_bound(void)
 {
 	struct rx_registry_config rc = {.max_keys = 256, .key_ttl_ms = 0};
-	struct rx_guard_config gc;
 	struct rx_registry *r = NULL;
 	struct sigaction sa = {.sa_handler = on_walk_fault}, old_segv, old_bus;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	rx_guard_config_default(&gc);
-	size_t size = rx_registry_size(&rc, &gc);
-	char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CU_ASSERT_FATAL(mem != MAP_FAILED);
-	CU_ASSERT_EQUAL_FATAL(rx_registry_format(mem, size, &rc, &gc, &r),
-			      RX_OK);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size;
+	char *mem = mapped_registry(&rc, &r, &size);
 	rx_registry_set_backed(r, 2);
 	struct rx_guard *held[2]; /* pinned: nothing to evict for a third */
 	for (unsigned i = 0; i < 2; i++)
