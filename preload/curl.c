@@ -817,6 +817,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 	uint64_t start, astart, end, slow_ns, deadline_ns, first_byte;
 	uint64_t answer = 0; /* the status line's arrival, when timed */
 	bool body; /* sends a body that libcurl's own timer cannot time */
+	bool timed = false; /* run through the callbacks, which time it */
 	enum rx_verdict v;
 	size_t klen;
 	uint32_t hash;
@@ -887,6 +888,7 @@ RX_EXPORT int curl_easy_perform(void *h)
 		    real.duphandle, real.cleanup, NULL, 0};
 
 		rc = rx__curl_retry_perform(&t);
+		timed = true;
 		astart = t.attempt_start_ns;
 		answer = t.answer_ns;
 		ih = rx__curl_hedge_keep(h, t.info, real.cleanup);
@@ -937,8 +939,11 @@ RX_EXPORT int curl_easy_perform(void *h)
 	    v != RX_REJECTED)
 		v = RX_TIMEOUT;
 	/* A body's transfer that libcurl alone timed has no latency to give
-	 * (ADR-685): judged by its outcome, no sample for the limiter. */
-	if (RX__UNLIKELY(body && answer == 0))
+	 * (ADR-685): judged by its outcome, no sample for the limiter. One
+	 * the callbacks timed has, though no status line came: a hang cut by
+	 * curl's timeout, a reset, an upload of a protocol without one - the
+	 * time to its end, as any transfer's with no answer. */
+	if (RX__UNLIKELY(body && !timed))
 		rx__key_settle_call(g, &permit, v, start, first_byte, end,
 				    "curl", NULL, 0, true);
 	else

@@ -13,6 +13,7 @@
 # least 500 ms, and the slow-call rate opens the breaker at the fifth.
 # A POST whose answer streams (200 at once, then a chunk every 100 ms,
 # cut by curl -m) stays timed to its status line: a success, not slow.
+# A PUT that never gets a status line is timed to its end (ADR-685).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/curl_lib.sh"
 rx_require_build
@@ -95,6 +96,24 @@ if rx_usable curl; then
 	under=$(sed -n 's/^resilix_call_latency_seconds_bucket{.*le="0\.25"} \([0-9]*\)$/\1/p' "$prom")
 	rx_assert_eq "no threshold: no latency sample under 250 ms" 0 "${under:-missing}"
 	rx_upstream_stop quiet
+
+	# An upload that never gets its status line - the upstream reads it
+	# and hangs, curl gives up at 1 s - was timed by the callbacks all
+	# the same: a timeout of its whole second, slow, and a sample for
+	# the limiter, never a call without a duration. Five of them open
+	# the breaker; the sixth is refused.
+	rx_upstream_start hang --phases 0:hang
+	mapfile -t args < <(urls -T "$body" "http://127.0.0.1:$RX_PORT/up")
+	rx_shim "${guard[@]}" RESILIX_METRICS_FILE="$RX_TMP/hang.prom" curl -s -m 1 \
+		-H 'Expect:' -w '%{http_code} %{exitcode}\n' "${args[@]}" \
+		>"$out" 2>"$err"
+	rx_assert_eq "no answer: curl's timeout, then refused" \
+		"000 28,000 28,000 28,000 28,000 28,000 7" "$(paste -sd, "$out")"
+	slow=$(sed -n 's/^resilix_slow_calls_total{.*} \([0-9]*\)$/\1/p' "$RX_TMP/hang.prom")
+	rx_assert_eq "no answer: each timeout a slow call" 5 "${slow:-missing}"
+	timed=$(sed -n 's/^resilix_call_latency_seconds_count{.*} \([0-9]*\)$/\1/p' "$RX_TMP/hang.prom")
+	rx_assert_eq "no answer: each timeout a latency sample" 5 "${timed:-missing}"
+	rx_upstream_stop hang
 
 	transfers s 0:stream:100 /events "-m 0.5" --data-binary "@$body"
 	rx_assert_eq "streamed answer: 200, then curl's timeout (28)" $N \
