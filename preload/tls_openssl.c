@@ -2,8 +2,10 @@
  * preload/tls_openssl.c - the TLS layer's OpenSSL adapter: SSL_write,
  * SSL_write_ex, SSL_read, SSL_read_ex, SSL_peek, SSL_peek_ex (the
  * plaintext; one of no bytes during the handshake runs the handshake, and
- * is watched as one, ADR-673), SSL_connect and SSL_do_handshake (watched
- * to tie a session to its socket), SSL_shutdown, SSL_clear, SSL_free, and SSL_get_error
+ * is watched as one, ADR-673; one of a negative length is refused by
+ * libssl before any handshake, and passes), SSL_connect and
+ * SSL_do_handshake (watched to tie a session to its socket),
+ * SSL_shutdown, SSL_clear, SSL_free, and SSL_get_error
  * (ADR-440 to ADR-445). Signatures as OpenSSL 3's ssl.h declares them
  * (SSL_read(3), SSL_write(3), SSL_get_error(3)), with the SSL pointer
  * opaque: the shim builds without OpenSSL's headers.
@@ -300,7 +302,9 @@ RX_EXPORT int SSL_write(void *s, const void *buf, int num)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0)
+	if (num < 0) /* refused before any handshake: no bytes, no evidence */
+		return real.write(s, buf, num);
+	if (num == 0)
 		ZERO_CALL(&c, s, real.write(s, buf, num));
 	switch (rx__tls_begin(&c, s, &lib, RX_TLS_WRITE, buf, (size_t)num)) {
 	case RX_TLS_PASS:
@@ -358,7 +362,9 @@ static int read_int(io_fn fn, enum rx_tls_dir dir, void *s, void *buf,
 		errno = ENOSYS;
 		return -1;
 	}
-	if (num <= 0)
+	if (num < 0) /* refused before any handshake (SSL_R_BAD_LENGTH) */
+		return fn(s, buf, num);
+	if (num == 0)
 		ZERO_CALL(&c, s, fn(s, buf, num));
 	if (rx__tls_begin(&c, s, &lib, dir, buf, (size_t)num) == RX_TLS_PASS)
 		return fn(s, buf, num);

@@ -123,6 +123,20 @@ if rx_tls_client_ok; then
 	rx_assert_eq "zero-length handshake 500: transitions" "closed>open" \
 		"$(rx_transitions "$err")"
 	rx_upstream_stop czero
+
+	# --- a negative length before that handshake: libssl refuses it at
+	# once and the handshake is not begun, so it is no evidence; watched
+	# as the handshake, its SSL_R_BAD_LENGTH ended the connect's call as a
+	# failure and five healthy connections opened the circuit ------------
+	rx_tls_up cneg --default 200
+	out=$RX_TMP/cneg.out err=$RX_TMP/cneg.err
+	rx_dump_on_fail "$out" "$err"
+	rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new --bad-length \
+		--requests 12 >"$out" 2>"$err"
+	rx_assert_eq "negative length, healthy: requests upstream" 12 "$(rx_count cneg)"
+	rx_assert_eq "negative length, healthy: transitions" "" \
+		"$(rx_transitions "$err")"
+	rx_upstream_stop cneg
 	ran="$ran tls_client"
 fi
 [ -n "$ran" ] || rx_pass "nothing could run in this build"

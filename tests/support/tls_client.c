@@ -4,7 +4,8 @@
  * request; each request's outcome on one line of stdout.
  *
  * Usage: tls_client --port P [--requests N] [--new] [--path PATH]
- *                   [--sni NAME] [--implicit] [--zero-write] [--pause-ms MS]
+ *                   [--sni NAME] [--implicit] [--zero-write] [--bad-length]
+ *                   [--pause-ms MS]
  *                   [--entry-points] [--tls12] [--bio] [--hold-ms MS]
  *                   [--idle-ms MS] [--bye]
  *
@@ -13,6 +14,8 @@
  *   --implicit     no SSL_connect: the first SSL_write does the handshake
  *   --zero-write   no SSL_connect: SSL_write of no bytes does the handshake
  *                  before the request, as `openssl s_client` does
+ *   --bad-length   as --zero-write, after an SSL_write and an SSL_read of
+ *                  a negative length, which libssl refuses at once
  *   --pause-ms MS  sleep between requests
  *   --tls12        TLS 1.2 at most (the client reads the handshake's last
  *                  flight, the server's Finished)
@@ -199,10 +202,28 @@ static int open_conn(struct conn *c, SSL_CTX *ctx, int port, const char *sni,
 		SSL_set_connect_state(c->ssl);
 		if (implicit == 1)
 			return 0;
+		if (implicit == 3) {
+			char b;
+
+			if (SSL_write(c->ssl, "", -1) != -1 ||
+			    SSL_read(c->ssl, &b, -1) != -1) {
+				printf("%d error negative length taken\n", i);
+				return -1;
+			}
+			ERR_clear_error();
+		}
+		/* A success of no bytes returns 0, as a failure may: one
+		 * that leaves the handshake unfinished is the failure. */
 		while (!SSL_is_init_finished(c->ssl)) {
 			errno = 0;
 			rc = SSL_write(c->ssl, "", 0);
-			if (rc < 0) {
+			int e = rc < 0 ? SSL_ERROR_SSL
+				       : SSL_get_error(c->ssl, rc);
+
+			if (rc < 0 ||
+			    (rc == 0 && !SSL_is_init_finished(c->ssl) &&
+			     e != SSL_ERROR_WANT_READ &&
+			     e != SSL_ERROR_WANT_WRITE)) {
 				report(i, c->ssl, "SSL_write(0)", rc, errno);
 				return -1;
 			}
@@ -337,7 +358,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--implicit"))
 			implicit = 1;
 		else if (!strcmp(argv[i], "--zero-write"))
-			implicit = 2;
+			implicit = implicit == 3 ? 3 : 2;
+		else if (!strcmp(argv[i], "--bad-length"))
+			implicit = 3;
 		else if (!strcmp(argv[i], "--entry-points"))
 			entry = 1;
 		else if (!strcmp(argv[i], "--tls12"))
