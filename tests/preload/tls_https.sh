@@ -98,45 +98,36 @@ if rx_tls_client_ok; then
 		"$(grep -c 'error connect ret=-1 ssl_error=-1 errno=ECONNREFUSED' "$out")"
 	rx_upstream_stop cbad
 
+	# tls_case NAME STATUS FLAG WHAT REACH TRANSITIONS: 12 new connections
+	# of tls_client FLAG to an upstream answering STATUS; REACH of them
+	# reach it, and the breaker makes TRANSITIONS.
+	tls_case() {
+		rx_tls_up "$1" --default "$2"
+		out=$RX_TMP/$1.out err=$RX_TMP/$1.err
+		rx_dump_on_fail "$out" "$err"
+		rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new "$3" \
+			--requests 12 >"$out" 2>"$err"
+		rx_assert_eq "$4: requests upstream" "$5" "$(rx_count "$1")"
+		rx_assert_eq "$4: transitions" "$6" "$(rx_transitions "$err")"
+		rx_upstream_stop "$1"
+	}
+
 	# --- the handshake inside the first SSL_write (no SSL_connect): the
 	# session is tied through SSL_get_fd ---------------------------------
-	rx_tls_up cimp --default 500
-	out=$RX_TMP/cimp.out err=$RX_TMP/cimp.err
-	rx_dump_on_fail "$out" "$err"
-	rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new --implicit \
-		--requests 12 >"$out" 2>"$err"
-	rx_assert_eq "implicit handshake 500: requests upstream" 5 "$(rx_count cimp)"
-	rx_assert_eq "implicit handshake 500: transitions" "closed>open" \
-		"$(rx_transitions "$err")"
-	rx_upstream_stop cimp
+	tls_case cimp 500 --implicit "implicit handshake 500" 5 "closed>open"
 
 	# --- the handshake run by SSL_write of no bytes, as openssl s_client
 	# does: it is watched as a handshake (ADR-673); unwatched, its
 	# ciphertext answered the connect's call as a success and no 500
 	# was read -------------------------------------------------------------
-	rx_tls_up czero --default 500
-	out=$RX_TMP/czero.out err=$RX_TMP/czero.err
-	rx_dump_on_fail "$out" "$err"
-	rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new --zero-write \
-		--requests 12 >"$out" 2>"$err"
-	rx_assert_eq "zero-length handshake 500: requests upstream" 5 "$(rx_count czero)"
-	rx_assert_eq "zero-length handshake 500: transitions" "closed>open" \
-		"$(rx_transitions "$err")"
-	rx_upstream_stop czero
+	tls_case czero 500 --zero-write "zero-length handshake 500" 5 \
+		"closed>open"
 
 	# --- a negative length before that handshake: libssl refuses it at
 	# once and the handshake is not begun, so it is no evidence; watched
 	# as the handshake, its SSL_R_BAD_LENGTH ended the connect's call as a
 	# failure and five healthy connections opened the circuit ------------
-	rx_tls_up cneg --default 200
-	out=$RX_TMP/cneg.out err=$RX_TMP/cneg.err
-	rx_dump_on_fail "$out" "$err"
-	rx_shim "${guard[@]}" "$TLS_CLIENT" --port "$RX_PORT" --new --bad-length \
-		--requests 12 >"$out" 2>"$err"
-	rx_assert_eq "negative length, healthy: requests upstream" 12 "$(rx_count cneg)"
-	rx_assert_eq "negative length, healthy: transitions" "" \
-		"$(rx_transitions "$err")"
-	rx_upstream_stop cneg
+	tls_case cneg 200 --bad-length "negative length, healthy" 12 ""
 	ran="$ran tls_client"
 fi
 [ -n "$ran" ] || rx_pass "nothing could run in this build"
