@@ -103,23 +103,28 @@ static inline uint64_t rx__fd_mark_taken(uint64_t m)
 }
 
 /* rx__fd_mark_take - a connect on @fd: its mark's kind (0 when none, or
- * void), which no later connect takes again (rx__fd_mark_taken). One
- * compare-and-swap: a close, duplicate or socket() of the number between
- * the read and the write wins, and the connect reads nothing known - it
- * never writes back a mark that a close cleared (ADR-671). O(1);
- * async-signal-safe. */
+ * void), which no later connect takes again (rx__fd_mark_taken). By
+ * compare-and-swap: a close, duplicate or socket() of the number under
+ * a new doubt between the read and the write wins, and the connect reads
+ * nothing known - it never writes back a mark that a close cleared
+ * (ADR-671). An fcntl's or ioctl's RX_MARK_NONBLOCK meanwhile, or a
+ * socket() under the same doubt, leaves a mark that still holds: it is
+ * taken as it now is, so that no stream mark outlives the connect. O(1)
+ * but for those retries; lock-free; async-signal-safe. */
 static inline unsigned rx__fd_mark_take(int fd)
 {
 	uint64_t m = rx__fd_mark_of(fd);
+	uint32_t doubt = (uint32_t)m;
 
 	if (m == 0) {
 		rx__fd_mark_clear(fd);
 		return 0;
 	}
-	if (!atomic_compare_exchange_strong_explicit(
-		&rx__fd_marks[fd], &m, rx__fd_mark_taken(m),
-		memory_order_relaxed, memory_order_relaxed))
-		return 0;
+	while (!atomic_compare_exchange_weak_explicit(
+	    &rx__fd_marks[fd], &m, rx__fd_mark_taken(m), memory_order_relaxed,
+	    memory_order_relaxed))
+		if (m == 0 || (uint32_t)m != doubt)
+			return 0;
 	return (unsigned)(m >> 32) & 0xffu;
 }
 
