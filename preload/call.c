@@ -382,6 +382,8 @@ static void first_write(struct rx_op *op, const struct iovec *iov, int iovcnt)
 	    (uintptr_t)iov[0].iov_base >= 4096)
 		id = rx__proto_recognise(iov, iovcnt);
 	now = rx__now_ns();
+	if (id == RX_PROTO_PG) /* a cancel's answer can come before its end */
+		rx__cancel_note(rx__pg_cancel_request(iov, iovcnt), now);
 	l = rx__fd_lock(op->e);
 	rx__lock(l);
 	if (same_call(op) &&
@@ -903,9 +905,9 @@ void rx__write_end(struct rx_op *op, ssize_t n)
 		    rx__owner_fast() &&
 		    rx__call_wrote(op, (size_t)n, &cancels) ==
 			RX_PROTO_WROTE_NO_CALL) {
-			/* A CancelRequest's key (ADR-676; lock-free: psql
-			 * sends it from its SIGINT handler). */
-			rx__cancel_note(cancels, rx__now_ns());
+			/* Unless first_write noted it (ADR-676; lock-free). */
+			if (rx__pg_cancel_request(op->iov, op->iovcnt) != cancels)
+				rx__cancel_note(cancels, rx__now_ns());
 			fail_call(op, RX_REJECTED, "no-call");
 		}
 		rx__inside = 0;

@@ -228,6 +228,22 @@ bool rx__pg_recognise(const struct iovec *iov, int iovcnt)
 	return recognise(&pg_ops, iov, iovcnt);
 }
 
+uint64_t rx__pg_cancel_request(const struct iovec *iov, int iovcnt)
+{
+	const uint8_t *b;
+
+	if (!iov || iovcnt < 1 || iov[0].iov_len < 16)
+		return 0;
+	b = iov[0].iov_base;
+	if (b[0] || b[1] || b[2] || b[3] != 16 || b[4] != 0x04 ||
+	    b[5] != 0xd2 || b[6] != 0x16 || b[7] != 0x2e)
+		return 0; /* Int32 16, Int32 80877102 */
+	return (uint64_t)b[8] << 56 | (uint64_t)b[9] << 48 |
+	       (uint64_t)b[10] << 40 | (uint64_t)b[11] << 32 |
+	       (uint64_t)b[12] << 24 | (uint64_t)b[13] << 16 |
+	       (uint64_t)b[14] << 8 | b[15];
+}
+
 void rx__pg_open(struct rx_proto_state *st)
 {
 	memset(slot(st), 0, sizeof(struct framed));

@@ -33,6 +33,13 @@
 bool rx__pg_recognise(const struct iovec *iov, int iovcnt);
 bool rx__redis_recognise(const struct iovec *iov, int iovcnt);
 
+/* rx__pg_cancel_request - the key (backend process ID << 32 | secret)
+ * that a whole PostgreSQL CancelRequest in @iov's first buffer names, 0
+ * for any other bytes; the caller notes it before the request goes out,
+ * since the server's answer on the cancelled connection can be read
+ * before the cancel's write returns (ADR-676). Reads 16 bytes. */
+uint64_t rx__pg_cancel_request(const struct iovec *iov, int iovcnt);
+
 /* rx__pg_open, rx__redis_open - the connection is claimed: a fresh state
  * in its wide slot. O(1). */
 void rx__pg_open(struct rx_proto_state *st);
