@@ -55,8 +55,9 @@
  * 5: lock tags name a slot's claim (ADR-623); 6: the limiter's config
  * says whether its maximum binds while learning (ADR-625), a byte an
  * older build leaves as padding and would not read; 7: the limiter knows
- * whether drops bound it (ADR-651), a byte of padding before too. */
-#define SHM_VERSION 7u
+ * whether drops bound it (ADR-651), a byte of padding before too; 8: a
+ * window's caller was saturated (ADR-686), the next byte of padding. */
+#define SHM_VERSION 8u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

@@ -117,9 +117,7 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 		return false;
 	lnow = rx__clock_peek(l->last_now_ns, now_ns);
 	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) ||
-			 (l->window.count + 1 >= l->cfg.window_min_samples &&
-			  rx__sat_sub(lnow, l->window_start_ns) >=
-			      l->window_min_ns)))
+			 rx__limiter_window_may_close(l, lnow)))
 		return false;
 	if (now_ns > g->last_used_ns)
 		g->last_used_ns = now_ns;
@@ -146,6 +144,21 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 	g->counters.settled[RX_SUCCESS] =
 	    rx__sat_add(g->counters.settled[RX_SUCCESS], 1);
 	return true;
+}
+
+/*
+ * rx_guard_limiter_window_due, inline (resilix/guard.h): might a sample
+ * settled at @now_ns close the limiter's window? False with the limiter
+ * off. Reads only; O(1).
+ */
+static inline bool rx__guard_limiter_window_due(const struct rx_guard *g,
+						uint64_t now_ns)
+{
+	const struct rx_limiter *l = &g->limiter;
+
+	return g->limiter_on &&
+	       rx__limiter_window_may_close(
+		   l, rx__clock_peek(l->last_now_ns, now_ns));
 }
 
 #endif

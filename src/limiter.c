@@ -117,6 +117,7 @@ static void window_reset(struct rx_limiter *l)
 	l->window_min_us = UINT64_MAX;
 	l->window_peak = 0;
 	l->window_open = false;
+	l->window_busy = false;
 	l->window_drop = false;
 	l->window_drops = 0;
 	l->window_bound = false;
@@ -520,10 +521,8 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
  * the limit bound on latency their own host adds (ADR-651). Returns the
  * limit to bound.
  */
-static double learn(struct rx_limiter *l, double rtt, double next)
+static double learn(struct rx_limiter *l, bool evidence, double next)
 {
-	bool evidence = queue_evidence(l, rtt);
-
 	if (!l->learning) {
 		if (l->cfg.learn_first && !l->window_drop && !evidence &&
 		    (!l->window_bound ||
@@ -588,6 +587,32 @@ static void walk_down(struct rx_limiter *l, double rtt, double old, double next,
 
 static void close_window_update(struct rx_limiter *l, uint64_t now);
 
+/*
+ * A window settled by a caller that was saturated all along (ADR-686): an
+ * event loop on its CPU the whole window reads every answer late by its
+ * own lag, which grows with the calls it runs as a queue would, so its
+ * latency says nothing about the upstream. No queueing evidence (learn()
+ * is told none: no binding, and two windows of evidence must again be two
+ * in a row), no baseline, no probe measured, no step of the control law:
+ * the limit moves only as learning raises it to the window's peak. A probe
+ * it ran ends unmeasured, as a stalled one does (ADR-653). Drops are
+ * evidence as ever: a window with one is not this one's.
+ */
+static void busy_window(struct rx_limiter *l, uint64_t now)
+{
+	double old = l->limit;
+
+	if (l->probing) {
+		l->probing = false;
+		l->probed = true;
+		l->probes = rx__sat_add(l->probes, 1);
+		l->probe_count = 0;
+		l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+	}
+	l->limit = bound_limit(l, old, learn(l, false, old));
+	window_reset(l);
+}
+
 /* Run the control loop on the window that just closed. */
 static void close_window(struct rx_limiter *l, uint64_t now)
 {
@@ -615,6 +640,10 @@ static void close_window_update(struct rx_limiter *l, uint64_t now)
 		rtt = 1.0; /* 0 µs samples; also catches NaN */
 	l->p90_us = rtt;
 	l->updates = rx__sat_add(l->updates, 1);
+	if (RX__UNLIKELY(l->window_busy && !l->window_drop)) {
+		busy_window(l, now);
+		return;
+	}
 
 	switch (probe(l, now)) {
 	case PROBE_DONE:
@@ -658,7 +687,7 @@ static void close_window_update(struct rx_limiter *l, uint64_t now)
 		next = vegas_update(l, rtt, &wants_less);
 		break;
 	}
-	next = learn(l, rtt, next);
+	next = learn(l, queue_evidence(l, rtt), next);
 	next = bound_limit(l, old, next);
 
 	/* Asked for less and could not get it (at min_limit, or at
