@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guard-inl.h"
 #include "saturation.h"
 #include "symbols.h"
 

@@ -116,8 +116,13 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 			  rx__sat_sub(bnow, s->t_ns) >= w->max_age_ns)))
 		return false;
 	lnow = rx__clock_peek(l->last_now_ns, now_ns);
+	/* rx__limiter_window_may_close, written out: through the helper
+	 * GCC kept count + 1 in a stack slot for the update below, a store
+	 * and a load more on the kept-alive round trip (ADR-686). */
 	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) ||
-			 rx__limiter_window_may_close(l, lnow)))
+			 (l->window.count + 1 >= l->cfg.window_min_samples &&
+			  rx__sat_sub(lnow, l->window_start_ns) >=
+			      l->window_min_ns)))
 		return false;
 	if (now_ns > g->last_used_ns)
 		g->last_used_ns = now_ns;

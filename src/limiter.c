@@ -287,14 +287,20 @@ static bool median_rose(const struct rx_limiter *l, double over)
  */
 enum probe_step { PROBE_NONE, PROBE_STARTED, PROBE_DONE };
 
+/* A probe ends: the next is due on the cadence from @now. */
+static void end_probe(struct rx_limiter *l, uint64_t now)
+{
+	l->probing = false;
+	l->probed = true;
+	l->probes = rx__sat_add(l->probes, 1);
+	l->probe_count = 0;
+	l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+}
+
 static enum probe_step probe(struct rx_limiter *l, uint64_t now)
 {
 	if (l->probing) {
-		l->probing = false;
-		l->probed = true;
-		l->probes = rx__sat_add(l->probes, 1);
-		l->probe_count = 0;
-		l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+		end_probe(l, now);
 		return PROBE_DONE;
 	}
 	if (l->probe_count < UINT32_MAX)
@@ -336,11 +342,7 @@ static bool probe_stalled(struct rx_limiter *l, uint64_t now)
 	    rx__sat_sub(now, l->probe_start_ns) <
 		rx__sat_mul(window_ns(l), PROBE_STALL_WINDOWS))
 		return false;
-	l->probing = false;
-	l->probed = true;
-	l->probes = rx__sat_add(l->probes, 1);
-	l->probe_count = 0;
-	l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+	end_probe(l, now);
 	window_reset(l);
 	return true;
 }
@@ -602,13 +604,8 @@ static void busy_window(struct rx_limiter *l, uint64_t now)
 {
 	double old = l->limit;
 
-	if (l->probing) {
-		l->probing = false;
-		l->probed = true;
-		l->probes = rx__sat_add(l->probes, 1);
-		l->probe_count = 0;
-		l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
-	}
+	if (l->probing)
+		end_probe(l, now);
 	l->limit = bound_limit(l, old, learn(l, false, old));
 	window_reset(l);
 }
