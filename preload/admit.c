@@ -741,7 +741,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	}
 	rx__watch_begin(&w, g, now);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
-	rx_guard_settle(g, permit, &obs);
+	rx__settle_judging(g, permit, &obs); /* ADR-686 */
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
 	if (rx__deadlines_on)
@@ -808,7 +808,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	/* A success that moves no count: the core's one pass (ADR-532). */
 	if (v != RX_SUCCESS ||
 	    !rx__guard_settle_fast(g, permit, obs.latency_us, now))
-		rx_guard_settle(g, permit, &obs);
+		rx__settle_judging(g, permit, &obs); /* ADR-686 */
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);

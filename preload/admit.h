@@ -21,6 +21,7 @@
 #include "lock.h"
 #include "resilix.h"
 #include "runtime.h"
+#include "saturation.h"
 #include "shared.h"
 #include "shim_config.h"
 #include "state.h"
@@ -357,7 +358,7 @@ static inline void rx__key_settle_fast(struct rx_guard *g,
 			      1)) {
 		struct rx_observation obs = {v, latency_us, now};
 
-		rx_guard_settle(g, permit, &obs);
+		rx__settle_judging(g, permit, &obs); /* ADR-686 */
 	}
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);

@@ -62,8 +62,9 @@
  * older build leaves as padding and would not read; 7: the limiter knows
  * whether drops bound it (ADR-651), a byte of padding before too; 8: the
  * registry hands out only the entries reserved (ADR-680), a bound an
- * older build would not keep to. */
-#define SHM_VERSION 8u
+ * older build would not keep to; 9: a window's caller was saturated
+ * (ADR-686), the next byte of padding. */
+#define SHM_VERSION 9u
 #define SHM_READY 0x52454459u /* "REDY" */
 #define SHM_HEADER_BYTES 4096u
 /* How long an opener waits for the creator to size and format it. */

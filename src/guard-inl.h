@@ -116,6 +116,9 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 			  rx__sat_sub(bnow, s->t_ns) >= w->max_age_ns)))
 		return false;
 	lnow = rx__clock_peek(l->last_now_ns, now_ns);
+	/* rx__limiter_window_may_close, written out: through the helper
+	 * GCC kept count + 1 in a stack slot for the update below, a store
+	 * and a load more on the kept-alive round trip (ADR-686). */
 	if (RX__UNLIKELY(rx__limiter_is_stale(l, lnow) ||
 			 (l->window.count + 1 >= l->cfg.window_min_samples &&
 			  rx__sat_sub(lnow, l->window_start_ns) >=
@@ -146,6 +149,21 @@ static inline bool rx__guard_settle_fast(struct rx_guard *g,
 	g->counters.settled[RX_SUCCESS] =
 	    rx__sat_add(g->counters.settled[RX_SUCCESS], 1);
 	return true;
+}
+
+/*
+ * rx_guard_limiter_window_due, inline (resilix/guard.h): might a sample
+ * settled at @now_ns close the limiter's window? False with the limiter
+ * off. Reads only; O(1).
+ */
+static inline bool rx__guard_limiter_window_due(const struct rx_guard *g,
+						uint64_t now_ns)
+{
+	const struct rx_limiter *l = &g->limiter;
+
+	return g->limiter_on &&
+	       rx__limiter_window_may_close(
+		   l, rx__clock_peek(l->last_now_ns, now_ns));
 }
 
 #endif

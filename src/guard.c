@@ -582,6 +582,17 @@ static struct rx_ticket *limiter_ticket(const struct rx_guard *g,
 	return (struct rx_ticket *)&permit->tickets[n - 1];
 }
 
+bool rx_guard_limiter_window_due(const struct rx_guard *g, uint64_t now_ns)
+{
+	return rx__guard_limiter_window_due(g, now_ns);
+}
+
+void rx_guard_note_caller_busy(struct rx_guard *g)
+{
+	if (g->limiter_on)
+		rx__limiter_note_caller_busy(&g->limiter);
+}
+
 bool rx_guard_mark_limiter_released(const struct rx_guard *g,
 				    struct rx_gate_permit *permit)
 {

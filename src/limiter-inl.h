@@ -39,6 +39,24 @@ void rx__limiter_drop(struct rx_limiter *l, const struct rx_ticket *ticket,
 void rx__limiter_window_due(struct rx_limiter *l, uint64_t now,
 			    uint64_t open_for);
 
+/* Might a sample settled at @now (clamped) close the window? The test
+ * the fast settlement declines on (ADR-532), and where the shim judges
+ * its caller for the window (ADR-686): only the general settlement closes
+ * a window. */
+static inline bool rx__limiter_window_may_close(const struct rx_limiter *l,
+						uint64_t now)
+{
+	return l->window.count + 1 >= l->cfg.window_min_samples &&
+	       rx__sat_sub(now, l->window_start_ns) >= l->window_min_ns;
+}
+
+/* The window now open was settled by a saturated caller (ADR-686). */
+static inline void rx__limiter_note_caller_busy(struct rx_limiter *l)
+{
+	if (l->window_open)
+		l->window_busy = true;
+}
+
 /* Has no evidence been settled for stale_ms, as of @now (clamped)? */
 static inline bool rx__limiter_is_stale(const struct rx_limiter *l,
 					uint64_t now)

@@ -83,113 +83,6 @@
  * began has cut a queue's latency about as much; see walk_down(). */
 #define WALK_CUT 0.5
 
-static const char *const algorithm_names[RX_LIMITER_ALGORITHM_COUNT] = {
-    [RX_LIMITER_VEGAS] = "vegas",
-    [RX_LIMITER_GRADIENT2] = "gradient2",
-    [RX_LIMITER_AIMD] = "aimd",
-};
-
-const char *rx_limiter_algorithm_name(enum rx_limiter_algorithm a)
-{
-	if ((unsigned)a >= RX_LIMITER_ALGORITHM_COUNT)
-		return "unknown";
-	return algorithm_names[a];
-}
-
-int rx_limiter_algorithm_parse(const char *name, enum rx_limiter_algorithm *out)
-{
-	if (name == NULL || out == NULL)
-		return RX_EINVAL;
-	for (unsigned i = 0; i < RX_LIMITER_ALGORITHM_COUNT; i++) {
-		if (strcmp(name, algorithm_names[i]) == 0) {
-			*out = (enum rx_limiter_algorithm)i;
-			return RX_OK;
-		}
-	}
-	return RX_EINVAL;
-}
-
-void rx_limiter_config_default(struct rx_limiter_config *cfg)
-{
-	cfg->algorithm = RX_LIMITER_VEGAS;
-	cfg->min_limit = 4;
-	cfg->max_limit = 1000;
-	cfg->initial_limit = 20;
-	cfg->quantile = 0.9;
-	cfg->window_min_samples = 50;
-	cfg->window_min_ms = 100;
-	cfg->window_max_ms = 30000;
-	cfg->stale_ms = 30000;
-	cfg->growth_tether = 2.0;
-	cfg->drop_backoff = 0.9;
-	cfg->rtt_tolerance = 1.5;
-	cfg->probe_multiplier = 30;
-	cfg->gradient2_long_window = 600;
-	cfg->gradient2_smoothing = 0.2;
-	cfg->gradient2_queue_size = 4;
-	cfg->learn_first = true;
-	cfg->max_binds_learning = true;
-	cfg->queue_floor_ms = 20;
-}
-
-/* Fail with a static sentence. */
-static int invalid(const char **why, const char *sentence)
-{
-	if (why != NULL)
-		*why = sentence;
-	return RX_EINVAL;
-}
-
-int rx_limiter_config_check(const struct rx_limiter_config *cfg,
-			    const char **why)
-{
-	if (cfg == NULL)
-		return invalid(why, "limiter configuration is missing");
-	if ((unsigned)cfg->algorithm >= RX_LIMITER_ALGORITHM_COUNT)
-		return invalid(why,
-			       "algorithm must be vegas, gradient2 or aimd");
-	if (cfg->max_limit < 1 || cfg->max_limit > 1000000)
-		return invalid(why, "max_limit must be in 1..1000000");
-	if (cfg->min_limit < 1 || cfg->min_limit > cfg->max_limit)
-		return invalid(why, "min_limit must be in 1..max_limit");
-	if (cfg->initial_limit < cfg->min_limit ||
-	    cfg->initial_limit > cfg->max_limit)
-		return invalid(why,
-			       "initial_limit must be in min_limit..max_limit");
-	/* Every double test is written so that NaN fails it. */
-	if (!(cfg->quantile > 0.0 && cfg->quantile < 1.0))
-		return invalid(why, "quantile must be in (0, 1), exclusive");
-	if (cfg->window_min_samples < 1 || cfg->window_min_samples > 1000000)
-		return invalid(why, "window_min_samples must be in 1..1000000");
-	if (cfg->window_min_ms < 1 || cfg->window_min_ms > 3600000)
-		return invalid(why, "window_min_ms must be in 1..3600000 ms");
-	if (cfg->window_max_ms < cfg->window_min_ms ||
-	    cfg->window_max_ms > 3600000)
-		return invalid(why, "window_max_ms must be in "
-				    "window_min_ms..3600000 ms");
-	if (cfg->stale_ms < 1 || cfg->stale_ms > 86400000)
-		return invalid(why, "stale_ms must be in 1..86400000 ms");
-	if (!(cfg->growth_tether >= 1.0 && cfg->growth_tether <= 100.0))
-		return invalid(why, "growth_tether must be in [1, 100]");
-	if (!(cfg->drop_backoff >= 0.5 && cfg->drop_backoff < 1.0))
-		return invalid(why, "drop_backoff must be in [0.5, 1)");
-	if (!(cfg->rtt_tolerance >= 1.0 && cfg->rtt_tolerance <= 10.0))
-		return invalid(why, "rtt_tolerance must be in [1, 10]");
-	if (cfg->probe_multiplier < 1 || cfg->probe_multiplier > 1000000)
-		return invalid(why, "probe_multiplier must be in 1..1000000");
-	if (cfg->gradient2_long_window < 1 ||
-	    cfg->gradient2_long_window > 1000000)
-		return invalid(why,
-			       "gradient2_long_window must be in 1..1000000");
-	if (!(cfg->gradient2_smoothing > 0.0 &&
-	      cfg->gradient2_smoothing <= 1.0))
-		return invalid(why, "gradient2_smoothing must be in (0, 1]");
-	if (cfg->gradient2_queue_size > 1000)
-		return invalid(why, "gradient2_queue_size must be in 0..1000");
-	if (cfg->queue_floor_ms > 3600000)
-		return invalid(why, "queue_floor_ms must be in 0..3600000 ms");
-	return RX_OK;
-}
 
 /* SplitMix64's finaliser (Steele, Lea, Flood 2014), as a hash. */
 static uint64_t mix64(uint64_t z)
@@ -224,6 +117,7 @@ static void window_reset(struct rx_limiter *l)
 	l->window_min_us = UINT64_MAX;
 	l->window_peak = 0;
 	l->window_open = false;
+	l->window_busy = false;
 	l->window_drop = false;
 	l->window_drops = 0;
 	l->window_bound = false;
@@ -393,14 +287,20 @@ static bool median_rose(const struct rx_limiter *l, double over)
  */
 enum probe_step { PROBE_NONE, PROBE_STARTED, PROBE_DONE };
 
+/* A probe ends: the next is due on the cadence from @now. */
+static void end_probe(struct rx_limiter *l, uint64_t now)
+{
+	l->probing = false;
+	l->probed = true;
+	l->probes = rx__sat_add(l->probes, 1);
+	l->probe_count = 0;
+	l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+}
+
 static enum probe_step probe(struct rx_limiter *l, uint64_t now)
 {
 	if (l->probing) {
-		l->probing = false;
-		l->probed = true;
-		l->probes = rx__sat_add(l->probes, 1);
-		l->probe_count = 0;
-		l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+		end_probe(l, now);
 		return PROBE_DONE;
 	}
 	if (l->probe_count < UINT32_MAX)
@@ -442,11 +342,7 @@ static bool probe_stalled(struct rx_limiter *l, uint64_t now)
 	    rx__sat_sub(now, l->probe_start_ns) <
 		rx__sat_mul(window_ns(l), PROBE_STALL_WINDOWS))
 		return false;
-	l->probing = false;
-	l->probed = true;
-	l->probes = rx__sat_add(l->probes, 1);
-	l->probe_count = 0;
-	l->probe_jitter = probe_jitter(now ^ mix64(l->updates));
+	end_probe(l, now);
 	window_reset(l);
 	return true;
 }
@@ -627,10 +523,8 @@ static bool queue_evidence(const struct rx_limiter *l, double rtt)
  * the limit bound on latency their own host adds (ADR-651). Returns the
  * limit to bound.
  */
-static double learn(struct rx_limiter *l, double rtt, double next)
+static double learn(struct rx_limiter *l, bool evidence, double next)
 {
-	bool evidence = queue_evidence(l, rtt);
-
 	if (!l->learning) {
 		if (l->cfg.learn_first && !l->window_drop && !evidence &&
 		    (!l->window_bound ||
@@ -695,6 +589,27 @@ static void walk_down(struct rx_limiter *l, double rtt, double old, double next,
 
 static void close_window_update(struct rx_limiter *l, uint64_t now);
 
+/*
+ * A window settled by a caller that was saturated all along (ADR-686): an
+ * event loop on its CPU the whole window reads every answer late by its
+ * own lag, which grows with the calls it runs as a queue would, so its
+ * latency says nothing about the upstream. No queueing evidence (learn()
+ * is told none: no binding, and two windows of evidence must again be two
+ * in a row), no baseline, no probe measured, no step of the control law:
+ * the limit moves only as learning raises it to the window's peak. A probe
+ * it ran ends unmeasured, as a stalled one does (ADR-653). Drops are
+ * evidence as ever: a window with one is not this one's.
+ */
+static void busy_window(struct rx_limiter *l, uint64_t now)
+{
+	double old = l->limit;
+
+	if (l->probing)
+		end_probe(l, now);
+	l->limit = bound_limit(l, old, learn(l, false, old));
+	window_reset(l);
+}
+
 /* Run the control loop on the window that just closed. */
 static void close_window(struct rx_limiter *l, uint64_t now)
 {
@@ -722,6 +637,10 @@ static void close_window_update(struct rx_limiter *l, uint64_t now)
 		rtt = 1.0; /* 0 µs samples; also catches NaN */
 	l->p90_us = rtt;
 	l->updates = rx__sat_add(l->updates, 1);
+	if (RX__UNLIKELY(l->window_busy && !l->window_drop)) {
+		busy_window(l, now);
+		return;
+	}
 
 	switch (probe(l, now)) {
 	case PROBE_DONE:
@@ -765,7 +684,7 @@ static void close_window_update(struct rx_limiter *l, uint64_t now)
 		next = vegas_update(l, rtt, &wants_less);
 		break;
 	}
-	next = learn(l, rtt, next);
+	next = learn(l, queue_evidence(l, rtt), next);
 	next = bound_limit(l, old, next);
 
 	/* Asked for less and could not get it (at min_limit, or at

@@ -197,6 +197,21 @@ void rx_guard_release_limiter(struct rx_guard *g,
                               uint64_t now_ns);
 
 /*
+ * rx_guard_limiter_window_due - might a sample settled at @now_ns close
+ * the limiter's window (false with the limiter off)? Reads only.
+ * rx_guard_note_caller_busy - the thread that settles on @g has been
+ * saturated (on its CPU nearly all the time) over the window now open:
+ * the latencies it measured include its own lag, so the window is no
+ * queueing evidence and no baseline; its drops count as ever (ADR-686).
+ * A no-op with the limiter off or no window open. The shim asks the first
+ * and judges its caller only where it is true, once a window, and calls
+ * the second before rx_guard_settle. Not thread-safe: callers serialise
+ * per guard. O(1).
+ */
+bool rx_guard_limiter_window_due(const struct rx_guard *g, uint64_t now_ns);
+void rx_guard_note_caller_busy(struct rx_guard *g);
+
+/*
  * rx_guard_settle_fast - rx_guard_settle for the common case only: a
  * permit of rx_guard_admit_fast's two tickets settled as RX_SUCCESS,
  * @latency_us µs long (not slow), at @now_ns, on a closed breaker whose

@@ -264,7 +264,7 @@ struct rx_limiter {
 	uint64_t window_start_ns;
 	uint64_t window_min_us; /* smallest latency in the window */
 	uint32_t window_peak;	/* max in flight at admission, this window */
-	bool window_open;
+	bool window_open, window_busy; /* window_busy: its caller saturated */
 	bool window_drop, drop_bound; /* a drop this window; drops bound it */
 	/* Time. */
 	uint64_t last_now_ns;	   /* latest time seen by settle */

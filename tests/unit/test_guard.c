@@ -640,6 +640,52 @@ static void test_settle_fast(void)
 	CU_ASSERT_TRUE(declined > 1000);
 }
 
+/*
+ * Where the shim judges its caller (ADR-686): every settlement that
+ * closes the limiter's window was one rx_guard_limiter_window_due named
+ * beforehand, and few others were; a saturated caller's mark goes on the
+ * window open, and nowhere with the limiter off.
+ */
+static void test_window_due_and_busy_caller(void)
+{
+	struct rx_guard_config c;
+	struct rx_guard g;
+	struct rx_gate_permit p;
+	struct rx_refusal why;
+	uint64_t t = MS;
+	int closes = 0, due_n = 0;
+
+	rx_guard_config_default(&c);
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&g, &c, slots, 0), RX_OK);
+	for (int i = 0; i < 2000; i++) {
+		struct rx_admit_ctx ctx = {.now_ns = t, .can_wait = true};
+		CU_ASSERT_EQUAL_FATAL(rx_guard_admit(&g, &ctx, &p, &why),
+				      RX_ADMIT);
+		t += MS;
+		struct rx_observation o = {RX_SUCCESS, 1000, t};
+		uint64_t before = g.limiter.updates;
+		bool due = rx_guard_limiter_window_due(&g, t);
+		due_n += due;
+		rx_guard_settle(&g, &p, &o);
+		if (g.limiter.updates != before) {
+			CU_ASSERT_TRUE(due);
+			closes++;
+		}
+	}
+	CU_ASSERT(closes >= 10);
+	CU_ASSERT_EQUAL(due_n, closes); /* 1 ms apart: 100 per window */
+	CU_ASSERT_TRUE(g.limiter.window_open);
+	CU_ASSERT_FALSE(g.limiter.window_busy);
+	rx_guard_note_caller_busy(&g);
+	CU_ASSERT_TRUE(g.limiter.window_busy);
+
+	c.limiter_on = false;
+	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&g, &c, slots, 0), RX_OK);
+	CU_ASSERT_FALSE(rx_guard_limiter_window_due(&g, 10000 * MS));
+	rx_guard_note_caller_busy(&g);
+	CU_ASSERT_FALSE(g.limiter.window_busy);
+}
+
 int main(void)
 {
 	static const struct rx_test tests[] = {
@@ -663,6 +709,8 @@ int main(void)
 	     test_admit_fast},
 	    {"the fast settlement is the common case's settlement",
 	     test_settle_fast},
+	    {"the caller is judged where the window may close",
+	     test_window_due_and_busy_caller},
 	    {NULL, NULL},
 	};
 	return rx_run_suite("guard", tests);

@@ -26,6 +26,7 @@
 
 #include "../support/cunit_main.h"
 #include "../support/fake_clock.h"
+#include "limiter-inl.h"
 #include "resilix/error.h"
 #include "resilix/limiter.h"
 #include "resilix/rng.h"
@@ -1769,6 +1770,76 @@ static void test_upstream_queue_is_evidence(void)
 	assert_sane(&l, now);
 }
 
+/* run_windows, each window marked as settled by a saturated caller
+ * (ADR-686): the mark goes on the window each round leaves open, and a
+ * window lives for more than one round. */
+static void busy_windows(struct rx_limiter *l, uint64_t *now, uint32_t k,
+			 uint64_t latency_us, enum rx_verdict v,
+			 uint64_t windows)
+{
+	uint64_t target = l->updates + windows;
+
+	for (int guard = 0; l->updates < target && guard < 1000000; guard++) {
+		round_trip(l, now, k, latency_us, v);
+		rx__limiter_note_caller_busy(l);
+	}
+	CU_ASSERT(l->updates >= target);
+}
+
+/*
+ * An event loop that is its own bottleneck (ADR-686): node's fetch() at
+ * 2000 calls in flight reads every answer late by its loop's lag, which
+ * grows as it ramps up as an upstream queue would. The same latency growth
+ * as test_upstream_queue_is_evidence's (10 ms to 80 ms at 32 calls), from
+ * a caller saturated in every window: no evidence and no baseline for a
+ * minute of windows, nobody refused. From a caller that is not saturated
+ * it binds in two windows, as before; and a saturated caller's drops bind
+ * as they always did.
+ */
+static void test_saturated_caller_is_not_evidence(void)
+{
+	struct rx_limiter l;
+	struct rx_ticket t[64];
+	uint64_t now = 0;
+	uint32_t n = 0;
+
+	learnt_baseline(&l, &now, 10000);
+	busy_windows(&l, &now, 32, 80000, RX_SUCCESS, 600);
+	CU_ASSERT_TRUE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 0);
+	CU_ASSERT_DOUBLE_EQUAL(l.baseline_us, 10000.0, 1.0);
+	CU_ASSERT(l.limit >= 32.0);
+	CU_ASSERT_EQUAL(l.shed_nonblocking + l.shed_band + l.shed_full, 0);
+	while (n < 64 && admit(&l, now, false, NULL, &t[n]) == RX_ADMIT)
+		n++;
+	CU_ASSERT_EQUAL(n, 64);
+	for (uint32_t i = 0; i < n; i++)
+		settle(&l, &t[i], RX_REJECTED, 0, now);
+	assert_sane(&l, now);
+
+	/* Not saturated: the same growth is a queue. */
+	learnt_baseline(&l, &now, 10000);
+	run_windows(&l, &now, 32, 80000, 2);
+	CU_ASSERT_FALSE(l.learning);
+	CU_ASSERT_EQUAL(l.engagements, 1);
+
+	/* Saturated, and the upstream sheds: bound at once. */
+	learnt_baseline(&l, &now, 10000);
+	round_trip(&l, &now, 32, 80000, RX_SUCCESS);
+	rx__limiter_note_caller_busy(&l);
+	round_trip(&l, &now, 32, 80000, RX_OVERLOAD);
+	CU_ASSERT_FALSE(l.learning);
+	CU_ASSERT(l.limit < 32.0);
+	double bound = l.limit;
+	/* The window that held the drops closes as one with a drop, not as
+	 * a saturated caller's: still bound (calm windows end it later,
+	 * ADR-651). */
+	busy_windows(&l, &now, 4, 80000, RX_SUCCESS, 1);
+	CU_ASSERT_FALSE(l.learning);
+	CU_ASSERT(l.limit <= bound);
+	assert_sane(&l, now);
+}
+
 /*
  * Callers that cannot wait (python's socket timeouts make its sockets
  * non-blocking) on a limit learnt from latency: admitted up to 2L, where
@@ -2102,6 +2173,8 @@ static const struct rx_test tests[] = {
     {"small relative queue is not evidence",
      test_small_relative_queue_is_not_evidence},
     {"upstream queue is evidence", test_upstream_queue_is_evidence},
+    {"saturated caller is not evidence",
+     test_saturated_caller_is_not_evidence},
     {"non-blocking refused from 2L until a drop",
      test_nonblocking_refused_from_2l_until_a_drop},
     {"bimodal upstream is not evidence",
