@@ -17,11 +17,7 @@
 . "$RESILIX_SRCDIR/tests/support/redis_server.sh"
 rx_need psql pgbench redis-server redis-cli redis-benchmark python3 timeout
 rx_require_build
-rx_pg_bindir >/dev/null || rx_skip "no PostgreSQL server binaries"
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || rx_skip "running as root without a postgres user"
-	rx_need runuser
-fi
+rx_pg_need
 RX_TIMEOUT=30
 refusals() { # FILE: refusals of every key and reason
 	sed -n 's/^resilix_refusals_total{.*} //p' "$1" |

@@ -21,11 +21,7 @@
 . "$RESILIX_SRCDIR/tests/support/pg_cluster.sh"
 rx_need psql python3 timeout
 rx_require_build
-rx_pg_bindir >/dev/null || rx_skip "no PostgreSQL server binaries"
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || rx_skip "running as root without a postgres user"
-	rx_need runuser
-fi
+rx_pg_need
 rx_usable psql || rx_skip "psql cannot run in this build"
 RX_TIMEOUT=60
 

@@ -20,11 +20,7 @@ rx_need psql python3 timeout
 rx_require_build
 /usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
 	rx_skip "Debian's python3-psycopg2 is not installed"
-rx_pg_bindir >/dev/null || rx_skip "no PostgreSQL server binaries"
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || rx_skip "running as root without a postgres user"
-	rx_need runuser
-fi
+rx_pg_need
 rx_usable /usr/bin/python3 || rx_skip "python3 cannot run in this build"
 RX_TIMEOUT=60
 

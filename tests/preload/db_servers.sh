@@ -13,11 +13,7 @@
 . "$RESILIX_SRCDIR/tests/support/pg_cluster.sh"
 . "$RESILIX_SRCDIR/tests/support/redis_server.sh"
 rx_need psql redis-server redis-cli python3 openssl timeout
-rx_pg_bindir >/dev/null || rx_skip "no PostgreSQL server binaries"
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || rx_skip "running as root without a postgres user"
-	rx_need runuser
-fi
+rx_pg_need
 
 # gone PID DIR WHAT: PID is dead, no process runs from DIR, DIR is gone.
 # (within 10 s: a watchdog polls twice a second, then stops the server).

@@ -106,6 +106,18 @@ rx__pg_chain_trap() {
 	trap "rx_pg_stop; ${prev:-:}" EXIT
 }
 
+# rx_pg_need: skip the test, saying why, when no cluster can be run here:
+# no server binaries, or root without the postgres user the server must
+# run as (and runuser to become it). For tests that source lib.sh.
+rx_pg_need() {
+	rx_pg_bindir >/dev/null || rx_skip "no PostgreSQL server binaries"
+	if [ "$(id -u)" = 0 ]; then
+		id postgres >/dev/null 2>&1 ||
+			rx_skip "running as root without a postgres user"
+		rx_need runuser
+	fi
+}
+
 rx_pg_start() {
 	local ssl=no sets=() hbas=() wait_s=${RX_PG_WAIT_S:-30} try port
 	while [ $# -gt 0 ]; do
