@@ -656,6 +656,7 @@ static void test_window_due_and_busy_caller(void)
 	int closes = 0, due_n = 0;
 
 	rx_guard_config_default(&c);
+	c.breaker.window_calls = 32; /* the slots this file has */
 	CU_ASSERT_EQUAL_FATAL(rx_guard_init(&g, &c, slots, 0), RX_OK);
 	for (int i = 0; i < 2000; i++) {
 		struct rx_admit_ctx ctx = {.now_ns = t, .can_wait = true};
