@@ -741,7 +741,7 @@ settle_hooked(struct rx_guard *g, const struct rx_gate_permit *permit,
 	}
 	rx__watch_begin(&w, g, now);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
-	rx__settle_judging(g, permit, &obs); /* ADR-686 */
+	(owner ? rx__settle_judging : rx_guard_settle)(g, permit, &obs);
 	if (rx__metrics_on)
 		rx__metrics_observe(slot, g, &obs);
 	if (rx__deadlines_on)
@@ -785,7 +785,7 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	struct rx_observation obs;
 	struct rx_lock *l;
 	uint32_t waiters;
-	struct rx_shm_mark m;
+	struct rx_shm_mark m = {false, 0, 0, 0, 0, 0, NULL};
 
 	/* hooks_on is also set with RESILIX_TIMEOUT_MS: the deadlines are
 	 * the hooked path's (ADR-382), and seq is 0 without them. */
@@ -794,7 +794,6 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 			      seq, untimed);
 		return;
 	}
-	(void)owner;
 	(void)seq;
 	l = guard_lock(g);
 	obs.verdict = v;
@@ -806,9 +805,12 @@ settle(struct rx_guard *g, const struct rx_gate_permit *permit,
 	rx__lock(l);
 	rx__shm_mark_begin(&m, g, l - guard_locks);
 	/* A success that moves no count: the core's one pass (ADR-532). */
+	/* A socket's call is judged for its thread's saturation; a
+	 * curl_easy_perform (no owner) blocks its caller, no event loop's
+	 * (ADR-686). */
 	if (v != RX_SUCCESS ||
 	    !rx__guard_settle_fast(g, permit, obs.latency_us, now))
-		rx__settle_judging(g, permit, &obs); /* ADR-686 */
+		(owner ? rx__settle_judging : rx_guard_settle)(g, permit, &obs);
 	rx__shm_mark_end(&m, g);
 	waiters = rx_guard_waiters(g);
 	rx__unlock(l);
